@@ -1,0 +1,60 @@
+/*
+ * algo.h - what an algorithm is: the one interface every backend's kernels implement.
+ *
+ * An algorithm is one file that defines a `const cf_algo` and one line in its backend's
+ * registry (src/core/registry.c).  Adding one touches neither the cache, the database
+ * nor the public API.  Lifecycle, after XNNPACK and oneDNN:
+ *
+ *   applicable(problem)          can this algorithm compute this problem at all?
+ *   workspace(problem, &bytes)   scratch memory one execution needs
+ *   prepare(problem, &state)     per-plan state (blocking choices, ...); optional
+ *   pack_weights(problem, state, w, &packed)  weights in the kernel's layout; optional
+ *   execute(problem, state, args)
+ *   release(state)
+ *
+ * `state` is owned by one plan and only read by execute, so a plan may execute from many
+ * threads at once.  Everything an execution writes lives in args->workspace or args->y.
+ */
+#ifndef CONVFIND_ALGO_H
+#define CONVFIND_ALGO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "problem/problem.h"
+#include "util/threadpool.h"
+
+typedef struct cf_exec_args {
+    const void *x, *w, *b, *z; /* b, z NULL when the problem has none */
+    const void *packed_w;      /* this algorithm's pack_weights() output, or NULL */
+    void *y;
+    void *workspace;           /* at least workspace() bytes, 64-byte aligned; NULL if 0 */
+    size_t workspace_size;
+    cf_threadpool *pool;       /* may be NULL: run on the calling thread */
+} cf_exec_args;
+
+typedef struct cf_algo {
+    const char *name;   /* stable: stored in decisions and databases, never reused */
+    const char *family; /* e.g. "reference", "direct", "gemm", "winograd"; sets error bounds */
+    bool (*applicable)(const cf_problem *p);
+    /* Bytes of workspace; CONVFIND_ERR_OVERFLOW when they do not fit in size_t. */
+    convfind_status (*workspace)(const cf_problem *p, size_t *bytes);
+    /* Optional (NULL: state is NULL). */
+    convfind_status (*prepare)(const cf_problem *p, void **state);
+    void (*release)(void *state);
+    /* Optional: rearranges W once into the form execute() reads, so plans executed many
+     * times with the same weights skip that work.  When execute() gets packed_w == NULL
+     * it must pack into its workspace (workspace() counts that) or read W directly. */
+    convfind_status (*pack_weights)(const cf_problem *p, const void *state, const void *w,
+                                    void **packed);
+    void (*free_packed)(void *packed);
+    convfind_status (*execute)(const cf_problem *p, const void *state, const cf_exec_args *a);
+} cf_algo;
+
+/* Every algorithm of this build, the reference last.  Thread-safe, static storage. */
+const cf_algo *const *cf_registry(int *count);
+
+/* The algorithm named `name`, or NULL. */
+const cf_algo *cf_registry_find(const char *name);
+
+#endif /* CONVFIND_ALGO_H */

@@ -1,0 +1,146 @@
+/*
+ * threadpool.c - a fork-join pool driven by one caller at a time (see threadpool.h).
+ *
+ * Work distribution is a shared atomic counter: every participating thread claims the
+ * next index until the range is exhausted, which balances uneven tasks without a queue.
+ * A generation number wakes the workers for each job; the caller waits until every
+ * worker has left the job before returning, so `fn` and `arg` never outlive the call.
+ * A caller that finds the pool busy (trylock fails) runs its range alone rather than
+ * queueing: that keeps concurrent callers from oversubscribing the cores or waiting on
+ * each other.
+ */
+#include "util/threadpool.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stdlib.h>
+
+#include "util/error.h"
+
+struct cf_threadpool {
+    int num_workers;
+    pthread_t *workers;
+
+    pthread_mutex_t drive;      /* held by the one caller driving the pool */
+    pthread_mutex_t lock;       /* guards the fields below */
+    pthread_cond_t wake;        /* workers wait here for a new generation */
+    pthread_cond_t done;        /* the caller waits here for busy == 0 */
+    unsigned long generation;
+    bool shutdown;
+    int busy;                   /* workers still inside the current job */
+
+    cf_task_fn fn;
+    void *arg;
+    size_t count;
+    atomic_size_t next;
+};
+
+static void run_indices(cf_threadpool *pool)
+{
+    for (;;) {
+        size_t i = atomic_fetch_add_explicit(&pool->next, 1, memory_order_relaxed);
+        if (i >= pool->count)
+            return;
+        pool->fn(pool->arg, i);
+    }
+}
+
+static void *worker_main(void *opaque)
+{
+    cf_threadpool *pool = opaque;
+    unsigned long seen = 0;
+    pthread_mutex_lock(&pool->lock);
+    for (;;) {
+        while (!pool->shutdown && pool->generation == seen)
+            pthread_cond_wait(&pool->wake, &pool->lock);
+        if (pool->shutdown)
+            break;
+        seen = pool->generation;
+        pthread_mutex_unlock(&pool->lock);
+        run_indices(pool);
+        pthread_mutex_lock(&pool->lock);
+        if (--pool->busy == 0)
+            pthread_cond_signal(&pool->done);
+    }
+    pthread_mutex_unlock(&pool->lock);
+    return NULL;
+}
+
+convfind_status cf_threadpool_create(int num_threads, cf_threadpool **out)
+{
+    *out = NULL;
+    if (num_threads < 1)
+        return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "thread count %d is < 1", num_threads);
+    cf_threadpool *pool = calloc(1, sizeof *pool);
+    if (!pool)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a thread pool");
+    pthread_mutex_init(&pool->drive, NULL);
+    pthread_mutex_init(&pool->lock, NULL);
+    pthread_cond_init(&pool->wake, NULL);
+    pthread_cond_init(&pool->done, NULL);
+    atomic_init(&pool->next, 0);
+    if (num_threads > 1) {
+        pool->workers = calloc((size_t)num_threads - 1, sizeof *pool->workers);
+        if (!pool->workers) {
+            cf_threadpool_destroy(pool);
+            return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d workers", num_threads - 1);
+        }
+        for (int i = 0; i < num_threads - 1; i++) {
+            if (pthread_create(&pool->workers[i], NULL, worker_main, pool) != 0) {
+                cf_threadpool_destroy(pool);
+                return cf_fail(CONVFIND_ERR_BACKEND, "cannot start worker thread %d of %d", i + 1,
+                               num_threads - 1);
+            }
+            pool->num_workers = i + 1;
+        }
+    }
+    *out = pool;
+    return CONVFIND_OK;
+}
+
+void cf_threadpool_destroy(cf_threadpool *pool)
+{
+    if (!pool)
+        return;
+    pthread_mutex_lock(&pool->lock);
+    pool->shutdown = true;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+    for (int i = 0; i < pool->num_workers; i++)
+        pthread_join(pool->workers[i], NULL);
+    free(pool->workers);
+    pthread_cond_destroy(&pool->done);
+    pthread_cond_destroy(&pool->wake);
+    pthread_mutex_destroy(&pool->lock);
+    pthread_mutex_destroy(&pool->drive);
+    free(pool);
+}
+
+int cf_threadpool_size(const cf_threadpool *pool) { return pool ? pool->num_workers + 1 : 1; }
+
+void cf_parallel_for(cf_threadpool *pool, size_t count, cf_task_fn fn, void *arg)
+{
+    if (!pool || pool->num_workers == 0 || count <= 1 || pthread_mutex_trylock(&pool->drive) != 0) {
+        for (size_t i = 0; i < count; i++)
+            fn(arg, i);
+        return;
+    }
+    pthread_mutex_lock(&pool->lock);
+    pool->fn = fn;
+    pool->arg = arg;
+    pool->count = count;
+    atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
+    pool->busy = pool->num_workers;
+    pool->generation++;
+    pthread_cond_broadcast(&pool->wake);
+    pthread_mutex_unlock(&pool->lock);
+
+    run_indices(pool);
+
+    pthread_mutex_lock(&pool->lock);
+    while (pool->busy > 0)
+        pthread_cond_wait(&pool->done, &pool->lock);
+    pthread_mutex_unlock(&pool->lock);
+    pthread_mutex_unlock(&pool->drive);
+}
