@@ -1,0 +1,76 @@
+/*
+ * key.h - the decision key: what a cached or stored decision is valid for.
+ *
+ * One function (cf_key_make) defines the key.  Its canonical text form names every
+ * field that can change which algorithms are valid or which one is fastest (DESIGN.md
+ * non-negotiable 1) and nothing else; docs/key.md documents each field.  The text is
+ * versioned ("v1;..."), human readable and exactly what the database stores; the hash
+ * only picks a bucket, equality is always decided on the full text.
+ *
+ * The backend fingerprint is passed in (cf_fingerprint) rather than read inside
+ * cf_key_make, so that tests can vary every part of it and a context can detect it once.
+ */
+#ifndef CONVFIND_KEY_H
+#define CONVFIND_KEY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "problem/problem.h"
+
+#define CF_KEY_VERSION 1
+#define CF_KEY_TEXT_MAX 512
+#define CF_FP_CPU_MAX 96
+#define CF_FP_ISA_MAX 16
+
+/* Where and under which limits a decision is measured. */
+typedef struct cf_fingerprint {
+    char cpu[CF_FP_CPU_MAX]; /* vendor and model; ';', ':', '=' and controls become '_' */
+    char isa[CF_FP_ISA_MAX]; /* ISA level the kernels use ("avx512", "avx2", "portable") */
+    int threads;             /* threads one execution uses (>= 1) */
+    int ws_class;            /* cf_workspace_class() of the workspace limit */
+} cf_fingerprint;
+
+typedef struct cf_key {
+    uint64_t hash;
+    size_t len;                  /* strlen(text) */
+    char text[CF_KEY_TEXT_MAX];
+} cf_key;
+
+/* The workspace budget class of a limit in bytes: -1 for 0 (unlimited), else
+ * floor(log2(limit)).  Every limit in one class is served by one decision because Find
+ * and the heuristic only admit workspaces up to cf_workspace_class_bytes(class). */
+int cf_workspace_class(size_t limit);
+
+/* The largest workspace a decision of `ws_class` may use: 2^ws_class bytes, or 0
+ * (unlimited) for -1. */
+size_t cf_workspace_class_bytes(int ws_class);
+
+/* This process's fingerprint for executions with `threads` threads under workspace
+ * `limit` (0: unlimited): CPU name from libcpuinfo and the ISA level active now.
+ * Thread-safe. */
+void cf_fingerprint_detect(cf_fingerprint *fp, int threads, size_t limit);
+
+/* Builds the key of `p` under `fp`.  CONVFIND_ERR_INVALID_ATTRIBUTE when the text would
+ * not fit CF_KEY_TEXT_MAX (message names the length).  Pure; thread-safe. */
+convfind_status cf_key_make(const cf_problem *p, const cf_fingerprint *fp, cf_key *key);
+
+/* 64-bit hash of `len` bytes (8 bytes per step, then a final avalanche). */
+uint64_t cf_key_hash_bytes(const char *text, size_t len);
+
+/* Equal keys: same hash, same length and same text. */
+static inline bool cf_key_equal(const cf_key *a, const cf_key *b)
+{
+    return a->hash == b->hash && a->len == b->len && memcmp(a->text, b->text, a->len) == 0;
+}
+
+/* Parses canonical key text back into the problem (derived counts included) and the
+ * fingerprint, for the database.  Only canonical text is accepted: the parsed fields
+ * must rebuild exactly `text`, and the shapes must be consistent (output dims follow
+ * from the other fields).  CONVFIND_ERR_INVALID_ATTRIBUTE naming the first bad field
+ * otherwise (CONVFIND_ERR_NOT_FOUND for another key version).  Thread-safe. */
+convfind_status cf_key_parse(const char *text, cf_problem *p, cf_fingerprint *fp);
+
+#endif /* CONVFIND_KEY_H */
