@@ -1,0 +1,442 @@
+/*
+ * cache.c - the sharded, single-flight, byte-bounded decision cache (see cache.h).
+ */
+#include "cache/cache.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+#define SHARD_BITS 6
+#define SHARDS (1u << SHARD_BITS)
+#define INITIAL_BUCKETS 8
+
+typedef struct shard {
+    /* Aligned so that two shards never share a cache line: hits on different shards
+     * then touch disjoint lines, which is what lets hit throughput scale. */
+    _Alignas(64) pthread_rwlock_t lock;
+    cf_cache_entry **buckets;
+    size_t nbuckets; /* power of two */
+    size_t count;
+    atomic_uint_fast64_t hits, misses, waits;
+} shard;
+
+struct cf_cache {
+    shard shards[SHARDS];
+    size_t budget;
+    size_t per_entry;          /* charge of one entry */
+    atomic_size_t bytes;       /* charged by linked entries and reservations */
+    atomic_size_t peak;
+    atomic_uint_fast64_t evictions;
+    pthread_mutex_t evict_mu;  /* one sweeper at a time; never held with a shard lock */
+    unsigned hand;             /* clock hand: next shard to sweep (under evict_mu) */
+};
+
+static shard *shard_of(cf_cache *c, uint64_t hash)
+{
+    return &c->shards[hash & (SHARDS - 1)];
+}
+
+static size_t bucket_of(const shard *s, uint64_t hash)
+{
+    return (size_t)(hash >> SHARD_BITS) & (s->nbuckets - 1);
+}
+
+cf_cache *cf_cache_create(size_t budget, int max_candidates)
+{
+    cf_cache *c = aligned_alloc(64, sizeof *c);
+    if (!c)
+        return NULL;
+    memset(c, 0, sizeof *c);
+    c->budget = budget;
+    c->per_entry = sizeof(cf_cache_entry) + (size_t)(max_candidates > 0 ? max_candidates : 1) *
+                                                sizeof(cf_candidate_stats);
+    pthread_mutex_init(&c->evict_mu, NULL);
+    for (unsigned i = 0; i < SHARDS; i++) {
+        shard *s = &c->shards[i];
+        s->buckets = calloc(INITIAL_BUCKETS, sizeof *s->buckets);
+        if (!s->buckets) {
+            for (unsigned j = 0; j < i; j++) {
+                free(c->shards[j].buckets);
+                pthread_rwlock_destroy(&c->shards[j].lock);
+            }
+            pthread_mutex_destroy(&c->evict_mu);
+            free(c);
+            return NULL;
+        }
+        s->nbuckets = INITIAL_BUCKETS;
+        pthread_rwlock_init(&s->lock, NULL);
+    }
+    return c;
+}
+
+static void entry_free(cf_cache_entry *e)
+{
+    cf_cache_release(atomic_load_explicit(&e->successor, memory_order_acquire));
+    cf_decision_clear(&e->decision);
+    pthread_mutex_destroy(&e->mu);
+    pthread_cond_destroy(&e->cv);
+    free(e);
+}
+
+void cf_cache_retain(cf_cache_entry *e)
+{
+    atomic_fetch_add_explicit(&e->refs, 1, memory_order_relaxed);
+}
+
+void cf_cache_release(cf_cache_entry *e)
+{
+    if (e && atomic_fetch_sub_explicit(&e->refs, 1, memory_order_acq_rel) == 1)
+        entry_free(e);
+}
+
+void cf_cache_destroy(cf_cache *c)
+{
+    if (!c)
+        return;
+    for (unsigned i = 0; i < SHARDS; i++) {
+        shard *s = &c->shards[i];
+        for (size_t b = 0; b < s->nbuckets; b++) {
+            cf_cache_entry *e = s->buckets[b];
+            while (e) {
+                cf_cache_entry *next = e->next;
+                e->linked = false;
+                cf_cache_release(e);
+                e = next;
+            }
+        }
+        free(s->buckets);
+        pthread_rwlock_destroy(&s->lock);
+    }
+    pthread_mutex_destroy(&c->evict_mu);
+    free(c);
+}
+
+/* Under the shard lock (read or write). */
+static cf_cache_entry *find_locked(shard *s, const cf_key *key)
+{
+    for (cf_cache_entry *e = s->buckets[bucket_of(s, key->hash)]; e; e = e->next)
+        if (cf_key_equal(&e->key, key))
+            return e;
+    return NULL;
+}
+
+/* Under the write lock.  A failed resize only lengthens chains. */
+static void grow_locked(shard *s)
+{
+    size_t nb = s->nbuckets * 2;
+    cf_cache_entry **nbk = calloc(nb, sizeof *nbk);
+    if (!nbk)
+        return;
+    for (size_t b = 0; b < s->nbuckets; b++) {
+        cf_cache_entry *e = s->buckets[b];
+        while (e) {
+            cf_cache_entry *next = e->next;
+            size_t i = (size_t)(e->key.hash >> SHARD_BITS) & (nb - 1);
+            e->next = nbk[i];
+            nbk[i] = e;
+            e = next;
+        }
+    }
+    free(s->buckets);
+    s->buckets = nbk;
+    s->nbuckets = nb;
+}
+
+/* Under the write lock: removes `e` from its chain and returns its charge. */
+static void unlink_locked(cf_cache *c, shard *s, cf_cache_entry *e)
+{
+    cf_cache_entry **pp = &s->buckets[bucket_of(s, e->key.hash)];
+    while (*pp != e)
+        pp = &(*pp)->next;
+    *pp = e->next;
+    e->next = NULL;
+    e->linked = false;
+    s->count--;
+    atomic_fetch_sub_explicit(&c->bytes, e->charge, memory_order_relaxed);
+}
+
+/* One clock step over one shard: clears referenced bits and evicts the first READY
+ * entry whose bit was already clear.  Returns true when it evicted. */
+static bool sweep_shard(cf_cache *c, shard *s)
+{
+    cf_cache_entry *victim = NULL;
+    pthread_rwlock_wrlock(&s->lock);
+    for (size_t b = 0; b < s->nbuckets && !victim; b++)
+        for (cf_cache_entry *e = s->buckets[b]; e && !victim; e = e->next) {
+            if (atomic_load_explicit(&e->state, memory_order_acquire) != CF_ENTRY_READY)
+                continue;
+            if (atomic_exchange_explicit(&e->referenced, 0, memory_order_relaxed) == 0)
+                victim = e;
+        }
+    if (victim)
+        unlink_locked(c, s, victim);
+    pthread_rwlock_unlock(&s->lock);
+    if (!victim)
+        return false;
+    atomic_fetch_add_explicit(&c->evictions, 1, memory_order_relaxed);
+    cf_cache_release(victim); /* the table's reference */
+    return true;
+}
+
+/* Evicts one entry; false when two full turns of the clock found nothing evictable. */
+static bool evict_one(cf_cache *c)
+{
+    bool done = false;
+    pthread_mutex_lock(&c->evict_mu);
+    for (unsigned step = 0; step < 2 * SHARDS && !done; step++) {
+        done = sweep_shard(c, &c->shards[c->hand]);
+        c->hand = (c->hand + 1) & (SHARDS - 1);
+    }
+    pthread_mutex_unlock(&c->evict_mu);
+    return done;
+}
+
+/* Reserves `bytes` of the budget, evicting as needed.  The running total never passes
+ * the budget, so a reader of the byte count sees it bounded at every instant. */
+static bool reserve(cf_cache *c, size_t bytes)
+{
+    size_t cur = atomic_load_explicit(&c->bytes, memory_order_relaxed);
+    for (;;) {
+        if (bytes <= c->budget && cur <= c->budget - bytes) {
+            if (atomic_compare_exchange_weak_explicit(&c->bytes, &cur, cur + bytes,
+                                                      memory_order_relaxed, memory_order_relaxed))
+                break;
+            continue;
+        }
+        if (bytes > c->budget || !evict_one(c))
+            return false;
+        cur = atomic_load_explicit(&c->bytes, memory_order_relaxed);
+    }
+    size_t now = cur + bytes, peak = atomic_load_explicit(&c->peak, memory_order_relaxed);
+    while (now > peak && !atomic_compare_exchange_weak_explicit(&c->peak, &peak, now,
+                                                                memory_order_relaxed,
+                                                                memory_order_relaxed))
+        ;
+    return true;
+}
+
+static cf_cache_entry *entry_new(const cf_key *key, unsigned refs)
+{
+    cf_cache_entry *e = calloc(1, sizeof *e);
+    if (!e)
+        return NULL;
+    e->key = *key;
+    atomic_init(&e->state, CF_ENTRY_PENDING);
+    atomic_init(&e->refs, refs);
+    atomic_init(&e->referenced, 1);
+    atomic_init(&e->successor, NULL);
+    pthread_mutex_init(&e->mu, NULL);
+    pthread_cond_init(&e->cv, NULL);
+    return e;
+}
+
+/* Blocks until `e` leaves PENDING; returns its final state. */
+static int wait_ready(cf_cache_entry *e)
+{
+    int st = atomic_load_explicit(&e->state, memory_order_acquire);
+    if (st != CF_ENTRY_PENDING)
+        return st;
+    pthread_mutex_lock(&e->mu);
+    while ((st = atomic_load_explicit(&e->state, memory_order_acquire)) == CF_ENTRY_PENDING)
+        pthread_cond_wait(&e->cv, &e->mu);
+    pthread_mutex_unlock(&e->mu);
+    return st;
+}
+
+/* The hit path: read lock, walk, reference, unlock. */
+static cf_cache_entry *lookup(shard *s, const cf_key *key)
+{
+    pthread_rwlock_rdlock(&s->lock);
+    cf_cache_entry *e = find_locked(s, key);
+    if (e) {
+        cf_cache_retain(e);
+        if (!atomic_load_explicit(&e->referenced, memory_order_relaxed))
+            atomic_store_explicit(&e->referenced, 1, memory_order_relaxed);
+    }
+    pthread_rwlock_unlock(&s->lock);
+    return e;
+}
+
+convfind_status cf_cache_acquire(cf_cache *c, const cf_key *key, cf_cache_entry **out,
+                                 bool *owner)
+{
+    shard *s = shard_of(c, key->hash);
+    *out = NULL;
+    *owner = false;
+    for (;;) {
+        cf_cache_entry *e = lookup(s, key);
+        if (e) {
+            int st = atomic_load_explicit(&e->state, memory_order_acquire);
+            if (st == CF_ENTRY_PENDING) {
+                atomic_fetch_add_explicit(&s->waits, 1, memory_order_relaxed);
+                st = wait_ready(e);
+            } else {
+                atomic_fetch_add_explicit(&s->hits, 1, memory_order_relaxed);
+            }
+            if (st == CF_ENTRY_READY) {
+                *out = e;
+                return CONVFIND_OK;
+            }
+            cf_cache_release(e); /* abandoned: try again, perhaps as the owner */
+            continue;
+        }
+        /* Miss: reserve before taking the write lock, since eviction takes other
+         * shards' locks and must never nest inside this one. */
+        bool charged = reserve(c, c->per_entry);
+        pthread_rwlock_wrlock(&s->lock);
+        e = find_locked(s, key);
+        if (e) { /* another caller linked it meanwhile */
+            pthread_rwlock_unlock(&s->lock);
+            if (charged)
+                atomic_fetch_sub_explicit(&c->bytes, c->per_entry, memory_order_relaxed);
+            continue;
+        }
+        e = entry_new(key, charged ? 2 : 1);
+        if (!e) {
+            pthread_rwlock_unlock(&s->lock);
+            if (charged)
+                atomic_fetch_sub_explicit(&c->bytes, c->per_entry, memory_order_relaxed);
+            return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cache entry");
+        }
+        atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
+        if (charged) {
+            size_t b = bucket_of(s, key->hash);
+            e->charge = c->per_entry;
+            e->linked = true;
+            e->next = s->buckets[b];
+            s->buckets[b] = e;
+            if (++s->count > s->nbuckets)
+                grow_locked(s);
+        }
+        pthread_rwlock_unlock(&s->lock);
+        *out = e;
+        *owner = true;
+        return CONVFIND_OK;
+    }
+}
+
+/* CONVFIND_LOG=info, read once. */
+static pthread_once_t log_once = PTHREAD_ONCE_INIT;
+static bool log_info;
+
+static void log_init(void)
+{
+    const char *v = getenv("CONVFIND_LOG");
+    log_info = v && (strcmp(v, "info") == 0 || strcmp(v, "debug") == 0);
+}
+
+static const char *source_name(cf_source s)
+{
+    return s == CF_SOURCE_MEASURED ? "measured" : s == CF_SOURCE_STORED ? "stored" : "heuristic";
+}
+
+static void log_decision(const cf_cache_entry *e)
+{
+    pthread_once(&log_once, log_init);
+    if (log_info)
+        fprintf(stderr, "convfind: info: decision %s -> %s (%s%s, %d candidates)\n",
+                e->key.text, e->decision.algo, source_name(e->source),
+                e->provisional ? ", provisional" : "", e->decision.n_candidates);
+}
+
+void cf_cache_publish(cf_cache *c, cf_cache_entry *e, cf_decision *decision, cf_source source,
+                      bool provisional)
+{
+    (void)c;
+    e->decision = *decision;
+    memset(decision, 0, sizeof *decision);
+    e->source = source;
+    e->provisional = provisional;
+    log_decision(e);
+    pthread_mutex_lock(&e->mu);
+    atomic_store_explicit(&e->state, CF_ENTRY_READY, memory_order_release);
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+}
+
+void cf_cache_abandon(cf_cache *c, cf_cache_entry *e)
+{
+    shard *s = shard_of(c, e->key.hash);
+    pthread_rwlock_wrlock(&s->lock);
+    bool was_linked = e->linked;
+    if (was_linked)
+        unlink_locked(c, s, e);
+    pthread_rwlock_unlock(&s->lock);
+    pthread_mutex_lock(&e->mu);
+    atomic_store_explicit(&e->state, CF_ENTRY_ABANDONED, memory_order_release);
+    pthread_cond_broadcast(&e->cv);
+    pthread_mutex_unlock(&e->mu);
+    if (was_linked)
+        cf_cache_release(e); /* the table's */
+    cf_cache_release(e);     /* the owner's */
+}
+
+void cf_cache_replace(cf_cache *c, cf_cache_entry *old, cf_decision *decision, cf_source source)
+{
+    /* refs: one for old->successor; one more if it takes old's place in the table. */
+    cf_cache_entry *n = entry_new(&old->key, 2);
+    if (!n) {
+        cf_decision_clear(decision);
+        return;
+    }
+    n->decision = *decision;
+    memset(decision, 0, sizeof *decision);
+    n->source = source;
+    atomic_store_explicit(&n->state, CF_ENTRY_READY, memory_order_relaxed);
+    cf_cache_entry *expected = NULL;
+    if (!atomic_compare_exchange_strong_explicit(&old->successor, &expected, n,
+                                                 memory_order_acq_rel, memory_order_acquire)) {
+        atomic_store_explicit(&n->refs, 1, memory_order_relaxed);
+        cf_cache_release(n);
+        return;
+    }
+    log_decision(n);
+    shard *s = shard_of(c, old->key.hash);
+    pthread_rwlock_wrlock(&s->lock);
+    bool swapped = old->linked;
+    if (swapped) {
+        cf_cache_entry **pp = &s->buckets[bucket_of(s, old->key.hash)];
+        while (*pp != old)
+            pp = &(*pp)->next;
+        n->next = old->next;
+        *pp = n;
+        n->charge = old->charge;
+        n->linked = true;
+        old->linked = false;
+        old->next = NULL;
+    }
+    pthread_rwlock_unlock(&s->lock);
+    if (swapped)
+        cf_cache_release(old); /* the table's reference moved to n */
+    else
+        cf_cache_release(n);   /* n is reachable only as old's successor */
+}
+
+const cf_cache_entry *cf_cache_latest(const cf_cache_entry *e)
+{
+    const cf_cache_entry *next;
+    while ((next = atomic_load_explicit(&((cf_cache_entry *)e)->successor, memory_order_acquire)))
+        e = next;
+    return e;
+}
+
+void cf_cache_stats_get(cf_cache *c, cf_cache_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    for (unsigned i = 0; i < SHARDS; i++) {
+        shard *s = &c->shards[i];
+        out->hits += atomic_load_explicit(&s->hits, memory_order_relaxed);
+        out->misses += atomic_load_explicit(&s->misses, memory_order_relaxed);
+        out->waits += atomic_load_explicit(&s->waits, memory_order_relaxed);
+        pthread_rwlock_rdlock(&s->lock);
+        out->entries += s->count;
+        pthread_rwlock_unlock(&s->lock);
+    }
+    out->evictions = atomic_load_explicit(&c->evictions, memory_order_relaxed);
+    out->bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);
+    out->peak_bytes = atomic_load_explicit(&c->peak, memory_order_relaxed);
+    out->budget = c->budget;
+}

@@ -1,0 +1,181 @@
+/*
+ * depthwise.c - "cpu.depthwise": depthwise Conv (group == C, any channel multiplier),
+ * native in both layouts (depthwise.h says how each is vectorised).
+ *
+ * Depthwise layers do about 2 * k_sp FLOPs per output, so they are bound by memory
+ * traffic, not FMAs, and are judged in bytes per second: both paths read X and write Y
+ * once, with no layout conversion.  Any kernel size, stride, dilation, asymmetric pads,
+ * 1-D to 3-D.  Weights need no packing for NCHW; for NHWC their [tap][M] transpose is
+ * a few KiB, redone per execution in the workspace.
+ */
+#include <string.h>
+
+#include "core/algo.h"
+#include "cpu/depthwise.h"
+#include "cpu/isa.h"
+#include "cpu/workspace.h"
+#include "util/error.h"
+
+static const cf_dw_kernels *dw_kernels(void)
+{
+#if defined(__x86_64__)
+    switch (cf_isa_active()) {
+    case CF_ISA_AVX512F:
+        return &cf_dw_avx512;
+    case CF_ISA_AVX2_FMA:
+        return &cf_dw_avx2;
+    default:
+        break;
+    }
+#endif
+    return &cf_dw_portable;
+}
+
+static bool dw_applicable(const cf_problem *p)
+{
+    return p->op == CONVFIND_OP_CONV && p->dtype == CONVFIND_DTYPE_F32 && p->group == p->c;
+}
+
+/* Workspace parts (NHWC only): packed weights, channel-repeated X (multiplier > 1). */
+typedef struct dw_ws {
+    size_t w, xrep;
+    cf_ws total;
+} dw_ws;
+
+static dw_ws dw_ws_of(const cf_problem *p, const cf_dw_job *j)
+{
+    dw_ws w = {0};
+    cf_ws *t = &w.total;
+    if (p->layout == CONVFIND_LAYOUT_NHWC) {
+        w.w = cf_ws_take(t, (size_t)p->w_elems, sizeof(float));
+        size_t rep = j->mult > 1 ? cf_ws_mul(t, cf_ws_mul(t, (size_t)p->n, (size_t)p->in_sp),
+                                             (size_t)p->m)
+                                 : 0;
+        w.xrep = cf_ws_take(t, rep, sizeof(float));
+    }
+    return w;
+}
+
+static cf_dw_job dw_job_of(const cf_problem *p)
+{
+    cf_dw_job j = {.p = p, .s = cf_geom3_of(p), .mult = p->m / p->c, .ntaps = p->k_sp};
+    return j;
+}
+
+static convfind_status dw_workspace(const cf_problem *p, size_t *bytes)
+{
+    cf_dw_job j = dw_job_of(p);
+    dw_ws w = dw_ws_of(p, &j);
+    if (w.total.overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.depthwise workspace for %lld channels of "
+                       "%lld positions does not fit in size_t", (long long)p->m,
+                       (long long)p->in_sp);
+    *bytes = w.total.bytes;
+    return CONVFIND_OK;
+}
+
+/* Tasks take several rows or planes when those are small, so that claiming a task (an
+ * atomic shared by the threads) stays cheap next to the work in it. */
+#define DW_TASK_OUTPUTS 4096
+
+typedef struct dw_run {
+    const cf_dw_kernels *k;
+    const cf_dw_job *j;
+    size_t per_task, count; /* rows or planes per task, and in all */
+} dw_run;
+
+static void dw_row_task(void *arg, size_t index)
+{
+    const dw_run *r = arg;
+    for (size_t i = index * r->per_task; i < r->count && i < (index + 1) * r->per_task; i++)
+        r->k->nhwc_row(r->j, i);
+}
+
+static void dw_plane_task(void *arg, size_t index)
+{
+    const dw_run *r = arg;
+    for (size_t i = index * r->per_task; i < r->count && i < (index + 1) * r->per_task; i++)
+        r->k->nchw_plane(r->j, i);
+}
+
+/* Splits `count` units of `outputs` outputs each into tasks of about DW_TASK_OUTPUTS. */
+static size_t dw_split(dw_run *r, size_t count, size_t outputs)
+{
+    r->count = count;
+    r->per_task = outputs >= DW_TASK_OUTPUTS ? 1 : DW_TASK_OUTPUTS / (outputs ? outputs : 1);
+    return (count + r->per_task - 1) / r->per_task;
+}
+
+/* NHWC weights as [tap][M]: one vector load per tap and channel run. */
+static void dw_pack_nhwc(const cf_problem *p, const float *w, float *dst)
+{
+    for (int64_t m = 0; m < p->m; m++)
+        for (int64_t t = 0; t < p->k_sp; t++)
+            dst[t * p->m + m] = w[m * p->k_sp + t];
+}
+
+typedef struct dw_rep_job {
+    const cf_problem *p;
+    const float *x;
+    float *dst;
+    int64_t mult;
+} dw_rep_job;
+
+/* Repeats each input channel of one pixel `mult` times. */
+static void dw_repeat_task(void *arg, size_t index)
+{
+    const dw_rep_job *r = arg;
+    const float *src = r->x + index * (size_t)r->p->c;
+    float *dst = r->dst + index * (size_t)r->p->m;
+    for (int64_t c = 0; c < r->p->c; c++)
+        for (int64_t k = 0; k < r->mult; k++)
+            dst[c * r->mult + k] = src[c];
+}
+
+static convfind_status dw_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
+{
+    (void)state;
+    cf_dw_job j = dw_job_of(p);
+    dw_ws ws = dw_ws_of(p, &j);
+    if (ws.total.overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.depthwise workspace does not fit in size_t");
+    if (ws.total.bytes && (a->workspace_size < ws.total.bytes || !a->workspace))
+        return cf_fail(CONVFIND_ERR_INVALID_SHAPE, "cpu.depthwise needs %zu bytes of workspace, "
+                       "got %zu", ws.total.bytes, a->workspace_size);
+    char *base = a->workspace;
+    j.x = a->x;
+    j.w = a->w;
+    j.b = a->b;
+    j.z = a->z;
+    j.y = a->y;
+    dw_run run = {dw_kernels(), &j, 1, 0};
+    if (p->layout == CONVFIND_LAYOUT_NHWC) {
+        float *wp = (float *)(base + ws.w);
+        dw_pack_nhwc(p, a->w, wp);
+        j.w = wp;
+        j.xc = p->c;
+        if (j.mult > 1) {
+            dw_rep_job rep = {p, a->x, (float *)(base + ws.xrep), j.mult};
+            cf_parallel_for(a->pool, (size_t)(p->n * p->in_sp), dw_repeat_task, &rep);
+            j.x = rep.dst;
+            j.xc = p->m;
+        }
+        size_t tasks = dw_split(&run, (size_t)(p->n * j.s.out[0] * j.s.out[1]),
+                                (size_t)(j.s.out[2] * p->m));
+        cf_parallel_for(a->pool, tasks, dw_row_task, &run);
+    } else {
+        size_t tasks = dw_split(&run, (size_t)(p->n * p->m), (size_t)p->out_sp);
+        cf_parallel_for(a->pool, tasks, dw_plane_task, &run);
+    }
+    return CONVFIND_OK;
+}
+
+const cf_algo cf_algo_cpu_depthwise = {
+    .name = "cpu.depthwise",
+    .family = "depthwise",
+    .applicable = dw_applicable,
+    .workspace = dw_workspace,
+    .prepare = NULL,
+    .release = NULL,
+    .execute = dw_execute,
+};

@@ -1,0 +1,44 @@
+/*
+ * depthwise.h - the contract between cpu.depthwise's driver (depthwise.c) and its
+ * per-ISA kernels (depthwise_kernels.h, compiled by depthwise_<isa>.c).
+ *
+ * Two native forms, one per layout, because the contiguous axis differs:
+ *   NHWC  vectors run over channels: one task per output row; each channel vector walks
+ *         the row in runs of pixels whose kernel window is entirely inside the input
+ *         (no bounds checks in the inner loop), border pixels one at a time with their
+ *         own tap ranges.  Channel multipliers > 1 read a copy of X with each input
+ *         channel repeated `mult` times, so output channel m always reads channel m.
+ *   NCHW  vectors run along W, one task per (image, output channel) plane, reading X in
+ *         place: whole vectors (stride 1) or even lanes of two vectors (stride 2) where
+ *         a vector's window lies inside the row, a masked gather at the row ends (and
+ *         for larger strides); rows outside the input are skipped per output row.
+ */
+#ifndef CONVFIND_CPU_DEPTHWISE_H
+#define CONVFIND_CPU_DEPTHWISE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "cpu/geom3.h"
+#include "problem/problem.h"
+
+typedef struct cf_dw_job {
+    const cf_problem *p;
+    cf_geom3 s;
+    int64_t mult;         /* output channels per input channel */
+    int64_t ntaps;
+    const float *x;       /* NHWC: X, or its channel-repeated copy; NCHW: X */
+    int64_t xc;           /* NHWC: channels per pixel of x (C, or M for the copy) */
+    const float *w;       /* NHWC: packed [tap][M]; NCHW: W as ONNX stores it, [M][tap] */
+    const float *b, *z;   /* bias (M) and residual (Y's shape), or NULL */
+    float *y;
+} cf_dw_job;
+
+typedef struct cf_dw_kernels {
+    void (*nhwc_row)(const cf_dw_job *job, size_t row);     /* row = (n*OD + od)*OH + oh */
+    void (*nchw_plane)(const cf_dw_job *job, size_t plane); /* plane = n*M + m */
+} cf_dw_kernels;
+
+extern const cf_dw_kernels cf_dw_avx512, cf_dw_avx2, cf_dw_portable;
+
+#endif /* CONVFIND_CPU_DEPTHWISE_H */

@@ -1,0 +1,8 @@
+/*
+ * depthwise_avx512.c - cpu.depthwise's kernels for AVX-512F (flags set per file in CMakeLists.txt).
+ * Empty on other architectures; the driver only calls it when cf_isa_active() allows.
+ */
+#if defined(__x86_64__)
+#define CF_SIMD_AVX512
+#include "cpu/depthwise_kernels.h"
+#endif

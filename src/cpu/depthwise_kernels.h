@@ -1,0 +1,257 @@
+/*
+ * depthwise_kernels.h - cpu.depthwise's row (NHWC) and plane (NCHW) kernels, written
+ * once over cpu/simd.h and included by one depthwise_<isa>.c per ISA.
+ *
+ * Depthwise convolution does a handful of FMAs per loaded value, so these kernels aim
+ * at memory traffic, not FMA throughput: weights are loaded once per run of pixels
+ * (NHWC) or broadcast once per row of vectors (NCHW), and several independent
+ * accumulators hide the FMA latency.  The epilogue is applied to the accumulators and
+ * stored straight into Y.
+ */
+#include "cpu/depthwise.h"
+#include "cpu/simd.h"
+
+#if defined(__GNUC__)
+#define DW_INLINE static inline __attribute__((always_inline))
+#else
+#define DW_INLINE static inline
+#endif
+
+#define DW_RUN 8  /* NHWC: pixels per run */
+#define DW_VECS 4 /* NCHW: vectors per row block */
+
+static inline int64_t dw_max(int64_t a, int64_t b) { return a > b ? a : b; }
+static inline int64_t dw_min(int64_t a, int64_t b) { return a < b ? a : b; }
+
+/* First and one-past-last tap k of an axis whose input i = o * s - pad + k * d lies in
+ * [0, in). */
+static void dw_tap_range(int64_t o, int64_t s, int64_t pad, int64_t d, int64_t k, int64_t in,
+                         int64_t *lo, int64_t *hi)
+{
+    int64_t base = o * s - pad;
+    int64_t l = base >= 0 ? 0 : (-base + d - 1) / d;
+    int64_t h = base >= in ? 0 : (in - 1 - base) / d + 1;
+    *lo = dw_min(l, k);
+    *hi = dw_max(dw_min(h, k), *lo);
+}
+
+/* np pixels from output column ow of one row, channels [c0, c0 + cnt), taps of W in
+ * [kw_lo, kw_hi) valid for all of them (D and H ranges given). */
+DW_INLINE void dw_nhwc_pixels(const cf_dw_job *j, int64_t n, int64_t od, int64_t oh, int64_t ow,
+                              int64_t c0, int cnt, const int64_t kr[6], const int np,
+                              const bool full)
+{
+    const cf_problem *p = j->p;
+    const cf_geom3 *s = &j->s;
+    cf_vf acc[DW_RUN];
+#pragma GCC unroll 8
+    for (int q = 0; q < np; q++)
+        acc[q] = cf_vzero();
+    for (int64_t kd = kr[0]; kd < kr[1]; kd++) {
+        int64_t id = od * s->stride[0] - s->pad[0] + kd * s->dil[0];
+        for (int64_t kh = kr[2]; kh < kr[3]; kh++) {
+            int64_t ih = oh * s->stride[1] - s->pad[1] + kh * s->dil[1];
+            const float *xrow = j->x + ((n * s->in[0] + id) * s->in[1] + ih) * s->in[2] * j->xc + c0;
+            const float *wt = j->w + ((kd * s->k[1] + kh) * s->k[2]) * p->m + c0;
+            for (int64_t kw = kr[4]; kw < kr[5]; kw++) {
+                cf_vf wv = full ? cf_vload(wt + kw * p->m) : cf_vload_n(wt + kw * p->m, cnt);
+                const float *xp = xrow + (ow * s->stride[2] - s->pad[2] + kw * s->dil[2]) * j->xc;
+#pragma GCC unroll 8
+                for (int q = 0; q < np; q++) {
+                    const float *xq = xp + q * s->stride[2] * j->xc;
+                    acc[q] = cf_vfma(full ? cf_vload(xq) : cf_vload_n(xq, cnt), wv, acc[q]);
+                }
+            }
+        }
+    }
+    cf_vf bias = j->b ? (full ? cf_vload(j->b + c0) : cf_vload_n(j->b + c0, cnt)) : cf_vzero();
+    int64_t pix = ((n * s->out[0] + od) * s->out[1] + oh) * s->out[2] + ow;
+#pragma GCC unroll 8
+    for (int q = 0; q < np; q++) {
+        int64_t off = (pix + q) * p->m + c0;
+        cf_vf v = cf_vadd(acc[q], bias);
+        if (j->z)
+            v = cf_vadd(v, full ? cf_vload(j->z + off) : cf_vload_n(j->z + off, cnt));
+        v = cf_vactivate(v, p->act, p->alpha, p->beta);
+        if (full)
+            cf_vstore(j->y + off, v);
+        else
+            cf_vstore_n(j->y + off, v, cnt);
+    }
+}
+
+#define DW_NP_CASE(np)                                                                     \
+    case np:                                                                               \
+        if (full)                                                                          \
+            dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, np, true);                       \
+        else                                                                               \
+            dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, np, false);                      \
+        break;
+
+static void dw_nhwc_dispatch(const cf_dw_job *j, int64_t n, int64_t od, int64_t oh, int64_t ow,
+                             int64_t c0, int cnt, const int64_t kr[6], int np)
+{
+    bool full = cnt == CF_VL;
+    switch (np) {
+        DW_NP_CASE(1) DW_NP_CASE(2) DW_NP_CASE(3) DW_NP_CASE(4)
+        DW_NP_CASE(5) DW_NP_CASE(6) DW_NP_CASE(7) DW_NP_CASE(8)
+    default:
+        break;
+    }
+}
+
+static void dw_nhwc_row(const cf_dw_job *j, size_t row)
+{
+    const cf_problem *p = j->p;
+    const cf_geom3 *s = &j->s;
+    int64_t oh = (int64_t)row % s->out[1];
+    int64_t od = ((int64_t)row / s->out[1]) % s->out[0];
+    int64_t n = (int64_t)row / (s->out[1] * s->out[0]);
+    int64_t kr[6];
+    dw_tap_range(od, s->stride[0], s->pad[0], s->dil[0], s->k[0], s->in[0], &kr[0], &kr[1]);
+    dw_tap_range(oh, s->stride[1], s->pad[1], s->dil[1], s->k[1], s->in[1], &kr[2], &kr[3]);
+    /* Interior columns: every W tap inside the input. */
+    int64_t ow_lo = (s->pad[2] + s->stride[2] - 1) / s->stride[2];
+    int64_t last = s->in[2] - 1 - (s->k[2] - 1) * s->dil[2] + s->pad[2];
+    int64_t ow_hi = last < 0 ? 0 : last / s->stride[2] + 1;
+    ow_hi = dw_min(ow_hi, s->out[2]);
+    if (ow_hi < ow_lo)
+        ow_hi = ow_lo;
+    for (int64_t c0 = 0; c0 < p->m; c0 += CF_VL) {
+        int cnt = (int)dw_min(CF_VL, p->m - c0);
+        for (int64_t ow = 0; ow < s->out[2];) {
+            int np;
+            if (ow >= ow_lo && ow < ow_hi) {
+                np = (int)dw_min(DW_RUN, ow_hi - ow);
+                kr[4] = 0;
+                kr[5] = s->k[2];
+            } else {
+                np = 1;
+                dw_tap_range(ow, s->stride[2], s->pad[2], s->dil[2], s->k[2], s->in[2], &kr[4],
+                             &kr[5]);
+            }
+            dw_nhwc_dispatch(j, n, od, oh, ow, c0, cnt, kr, np);
+            ow += np;
+        }
+    }
+}
+
+/* One vector of input lanes: lane l reads row[base + l * sw].  Interior: every lane is
+ * inside the row (and, for stride 2, so is the float past the last lane that
+ * cf_vload_even reads).  Otherwise lanes outside [0, iw_n) read as 0 and are never
+ * touched; `idx` holds l * sw. */
+DW_INLINE cf_vf dw_lanes(const float *row, int64_t base, int64_t sw, int64_t iw_n,
+                         const int32_t *idx, const bool interior)
+{
+    if (interior)
+        return sw == 1 ? cf_vload(row + base) : cf_vload_even(row + base);
+    /* Lanes inside the row: [lo, hi), shifts instead of divisions for strides 1 and 2. */
+    int64_t lo, hi;
+    if (sw <= 2) {
+        int sh = (int)sw - 1;
+        lo = base >= 0 ? 0 : (-base + sw - 1) >> sh;
+        hi = base >= iw_n ? 0 : ((iw_n - 1 - base) >> sh) + 1;
+    } else {
+        lo = base >= 0 ? 0 : (-base + sw - 1) / sw;
+        hi = base >= iw_n ? 0 : (iw_n - 1 - base) / sw + 1;
+    }
+    hi = hi < CF_VL ? hi : CF_VL;
+    if (hi <= lo)
+        return cf_vzero();
+    if (sw == 1)
+        return cf_vload_lanes(row + base, (int)lo, (int)hi);
+    if (sw == 2)
+        return cf_vload_even_lanes(row + base, (int)lo, (int)hi);
+    unsigned mask = (unsigned)(((1ull << hi) - 1) & ~((1ull << lo) - 1));
+    return cf_vgather(row, (int32_t)base, idx, mask);
+}
+
+/* nv vectors of output row (od, oh) from column ow0 of plane `plane`, through the
+ * epilogue; kr holds the D and H tap ranges of the row. */
+DW_INLINE void dw_nchw_vectors(const cf_dw_job *j, const float *xplane, const float *w,
+                               cf_vf bias, const int32_t *idx, const int64_t kr[4], int64_t od,
+                               int64_t oh, int64_t ow0, size_t y_row, const int nv,
+                               const bool interior)
+{
+    const cf_problem *p = j->p;
+    const cf_geom3 *s = &j->s;
+    cf_vf acc[DW_VECS];
+#pragma GCC unroll 4
+    for (int r = 0; r < nv; r++)
+        acc[r] = cf_vzero();
+    int64_t sw = s->stride[2];
+    for (int64_t kd = kr[0]; kd < kr[1]; kd++)
+    for (int64_t kh = kr[2]; kh < kr[3]; kh++) {
+        int64_t id = od * s->stride[0] - s->pad[0] + kd * s->dil[0];
+        int64_t ih = oh * s->stride[1] - s->pad[1] + kh * s->dil[1];
+        const float *row = xplane + (id * s->in[1] + ih) * s->in[2];
+        const float *wt = w + (kd * s->k[1] + kh) * s->k[2];
+        for (int64_t kw = 0; kw < s->k[2]; kw++) {
+            cf_vf wv = cf_vbcast(wt[kw]);
+            int64_t base = ow0 * sw - s->pad[2] + kw * s->dil[2];
+#pragma GCC unroll 4
+            for (int r = 0; r < nv; r++)
+                acc[r] = cf_vfma(wv, dw_lanes(row, base + r * CF_VL * sw, sw, s->in[2], idx, interior),
+                                 acc[r]);
+        }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < nv; r++) {
+        int64_t ow = ow0 + r * CF_VL;
+        int cnt = (int)dw_min(CF_VL, s->out[2] - ow);
+        cf_vf v = cf_vadd(acc[r], bias);
+        if (j->z)
+            v = cf_vadd(v, cf_vload_n(j->z + y_row + ow, cnt));
+        cf_vstore_n(j->y + y_row + ow, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);
+    }
+}
+
+/* Whether nv full vectors from ow0 read only inside the row for every W tap. */
+static bool dw_interior(const cf_geom3 *s, int64_t ow0, int nv)
+{
+    int64_t sw = s->stride[2];
+    if (sw > 2 || ow0 + nv * CF_VL > s->out[2] || ow0 * sw - s->pad[2] < 0)
+        return false;
+    int64_t last = (ow0 + nv * CF_VL - 1) * sw + (sw - 1) - s->pad[2] + (s->k[2] - 1) * s->dil[2];
+    return last < s->in[2];
+}
+
+/* One (image, output channel) plane straight from NCHW X: vectors along W, with a
+ * gather only where a vector's window crosses the row's ends. */
+static void dw_nchw_plane(const cf_dw_job *j, size_t plane)
+{
+    const cf_problem *p = j->p;
+    const cf_geom3 *s = &j->s;
+    int64_t n = (int64_t)plane / p->m, m = (int64_t)plane % p->m;
+    const float *xplane = j->x + (n * p->c + m / j->mult) * p->in_sp;
+    const float *w = j->w + m * j->ntaps;
+    cf_vf bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
+    size_t y_plane = plane * (size_t)p->out_sp;
+    int32_t idx[CF_VL];
+    for (int l = 0; l < CF_VL; l++)
+        idx[l] = (int32_t)(l * s->stride[2]);
+    for (int64_t od = 0; od < s->out[0]; od++)
+    for (int64_t oh = 0; oh < s->out[1]; oh++) {
+        int64_t kr[4];
+        dw_tap_range(od, s->stride[0], s->pad[0], s->dil[0], s->k[0], s->in[0], &kr[0], &kr[1]);
+        dw_tap_range(oh, s->stride[1], s->pad[1], s->dil[1], s->k[1], s->in[1], &kr[2], &kr[3]);
+        size_t y_row = y_plane + (size_t)((od * s->out[1] + oh) * s->out[2]);
+        for (int64_t ow0 = 0; ow0 < s->out[2];) {
+            if (dw_interior(s, ow0, DW_VECS)) {
+                dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, DW_VECS, true);
+                ow0 += DW_VECS * CF_VL;
+            } else {
+                if (dw_interior(s, ow0, 1))
+                    dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 1, true);
+                else
+                    dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 1, false);
+                ow0 += CF_VL;
+            }
+        }
+    }
+}
+
+const cf_dw_kernels CF_SIMD_SYM(cf_dw) = {
+    .nhwc_row = dw_nhwc_row,
+    .nchw_plane = dw_nchw_plane,
+};

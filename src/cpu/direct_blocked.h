@@ -1,0 +1,57 @@
+/*
+ * direct_blocked.h - the contract between the channel-blocked direct convolution
+ * (direct_blocked.c: layouts, packing, threads) and its per-ISA tile kernels
+ * (direct_blocked_kernels.h, compiled once per ISA by direct_blocked_<isa>.c).
+ *
+ * Layouts, with VL = the ISA's vector length in floats (16 AVX-512, 8 AVX2, 4 portable):
+ *   input  [n][channel block][D'][H'][phase][W'/phase][VL]  zero-padded spatially and
+ *          in channels; the W axis is split into `stride_w` phases so that the output
+ *          pixels of one row read consecutive input pixels for every kernel tap, which
+ *          makes the kernel's addressing independent of the stride.
+ *   weights [group][out block][in block][tap][VL in][VL out], zero-padded.
+ * A tile is `np` consecutive output pixels of one row times `nb` output blocks; its
+ * accumulators (nb * np vectors) stay in registers for the whole reduction over input
+ * blocks and taps, then go through the fused epilogue straight into Y's layout.
+ */
+#ifndef CONVFIND_CPU_DIRECT_BLOCKED_H
+#define CONVFIND_CPU_DIRECT_BLOCKED_H
+
+#include <stddef.h>
+
+#include "problem/problem.h"
+
+/* Longest pixel run of one tile, on every ISA. */
+#define CF_DBK_MAX_NP 14
+
+/* What one tile reduces over. */
+typedef struct cf_dbk_tile {
+    const float *x;       /* input at the tile's first pixel, first input block */
+    const ptrdiff_t *tap; /* ntaps offsets (floats) from x, one per kernel tap */
+    int ntaps;
+    int ncb;              /* input blocks to reduce over */
+    ptrdiff_t x_cb;       /* floats between input blocks */
+    const float *w;       /* packed weights of the first output block, first input block */
+    ptrdiff_t w_ob;       /* floats between the packed weights of consecutive out blocks */
+    int nb, np;           /* out blocks (1..4) and pixels (1..max_np[nb]) */
+} cf_dbk_tile;
+
+/* Where the tile's outputs go, in Y's own layout (NCHW or NHWC). */
+typedef struct cf_dbk_store {
+    const cf_problem *p;  /* activation and its parameters */
+    float *y;             /* output (first channel, first pixel of the tile) */
+    const float *z;       /* residual at the same position, or NULL */
+    const float *bias;    /* bias of the first channel, or NULL */
+    int nm;               /* valid channels from the first one (1..nb*VL) */
+    ptrdiff_t ch_stride;  /* floats between channels in y and z */
+    ptrdiff_t px_stride;  /* floats between consecutive pixels of the tile */
+} cf_dbk_store;
+
+typedef struct cf_dbk_kernels {
+    int vl;
+    int max_np[5];        /* longest pixel run per nb (index 1..4); never increasing */
+    void (*tile)(const cf_dbk_tile *t, const cf_dbk_store *s);
+} cf_dbk_kernels;
+
+extern const cf_dbk_kernels cf_dbk_avx512, cf_dbk_avx2, cf_dbk_portable;
+
+#endif /* CONVFIND_CPU_DIRECT_BLOCKED_H */

@@ -1,0 +1,604 @@
+/*
+ * gemm_conv.c - Conv and ConvTranspose on the packed SGEMM (see gemm_conv.h for the
+ * formulation).  Three parts: the packed weights (shared by every GEMM algorithm), the
+ * patch generator that writes im2col straight into packed panels, and the two execute
+ * paths.  workspace() and execute() carve the workspace with the same cf_ws sequence
+ * (layout_of), so the size and the layout cannot drift apart.
+ */
+#include "cpu/gemm/gemm_conv.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cpu/epilogue.h"
+#include "cpu/gemm/sgemm.h"
+#include "cpu/geom3.h"
+#include "cpu/isa.h"
+#include "cpu/workspace.h"
+#include "util/error.h"
+
+/* ---- packed weights ---------------------------------------------------------------- */
+
+#define PACKED_MAGIC 0x434d4547u /* "GEMC" */
+#define PACKED_HEADER 64         /* header bytes; the data after it stays 64-aligned */
+
+typedef struct packed_header {
+    uint32_t magic;
+    cf_isa isa;          /* the kernel (MR, NR) the data was packed for */
+    size_t group_floats; /* floats of one group's packed operand */
+} packed_header;
+
+/* The weights of one group as a GEMM operand (see gemm_conv.h). */
+typedef struct w_operand {
+    bool as_a;           /* packed as A (rows x cols = m x k) or as B (k x n) */
+    size_t rows, cols;
+    size_t group_stride; /* elements of W from one group to the next */
+    ptrdiff_t rs, cs;
+} w_operand;
+
+static w_operand weight_operand(const cf_problem *p)
+{
+    size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
+    size_t ksp = (size_t)p->k_sp, kdim = cg * ksp;
+    w_operand o;
+    if (p->op == CONVFIND_OP_CONV_TRANSPOSE) {
+        /* W: C x M/g x taps.  A[(m, tap), c] = W[c][m][tap]. */
+        o = (w_operand){true, mg * ksp, cg, cg * mg * ksp, 1, (ptrdiff_t)(mg * ksp)};
+    } else if (p->layout == CONVFIND_LAYOUT_NCHW) {
+        o = (w_operand){true, mg, kdim, mg * kdim, (ptrdiff_t)kdim, 1};
+    } else {
+        o = (w_operand){false, kdim, mg, mg * kdim, 1, (ptrdiff_t)kdim};
+    }
+    return o;
+}
+
+static size_t operand_floats(const cf_sgemm_kernel *kern, const w_operand *o, bool *overflow)
+{
+    return o->as_a ? cf_sgemm_packed_a_floats(kern, o->rows, o->cols, overflow)
+                   : cf_sgemm_packed_b_floats(kern, o->rows, o->cols, overflow);
+}
+
+/* The largest packed size over every kernel this machine can run, so a workspace sized
+ * once fits whatever level a later execution is forced to. */
+static size_t operand_floats_max(const w_operand *o, bool *overflow)
+{
+    size_t most = 0;
+    for (int level = 0; level <= (int)cf_isa_machine(); level++) {
+        size_t f = operand_floats(cf_sgemm_kernel_for((cf_isa)level), o, overflow);
+        most = f > most ? f : most;
+    }
+    return most;
+}
+
+static void pack_groups(const cf_sgemm_kernel *kern, const cf_problem *p, const float *w,
+                        float *dst, size_t group_floats, cf_threadpool *pool)
+{
+    w_operand o = weight_operand(p);
+    for (int64_t g = 0; g < p->group; g++) {
+        const float *wg = w + (size_t)g * o.group_stride;
+        float *d = dst + (size_t)g * group_floats;
+        if (o.as_a)
+            cf_sgemm_pack_a(kern, o.rows, o.cols, wg, o.rs, o.cs, d);
+        else
+            cf_sgemm_pack_b(kern, o.rows, o.cols, wg, o.rs, o.cs, d, pool);
+    }
+}
+
+static convfind_status pack_weights(const cf_problem *p, const void *w, void **packed)
+{
+    if (packed == NULL || w == NULL)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL", w ? "packed" : "w");
+    *packed = NULL;
+    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    w_operand o = weight_operand(p);
+    bool overflow = false;
+    size_t gf = operand_floats(kern, &o, &overflow);
+    cf_ws ws = {0};
+    cf_ws_take(&ws, PACKED_HEADER, 1);
+    cf_ws_take(&ws, cf_ws_mul(&ws, gf, (size_t)p->group), sizeof(float));
+    if (overflow || ws.overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW, "packed weights of %zu x %zu x %lld groups overflow",
+                       o.rows, o.cols, (long long)p->group);
+    char *blob = aligned_alloc(64, ws.bytes);
+    if (blob == NULL)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of packed weights",
+                       ws.bytes);
+    packed_header *h = (packed_header *)blob;
+    *h = (packed_header){PACKED_MAGIC, kern->isa, gf};
+    pack_groups(kern, p, w, (float *)(blob + PACKED_HEADER), gf, NULL);
+    *packed = blob;
+    return CONVFIND_OK;
+}
+
+void cf_gemm_free_packed(void *packed)
+{
+    free(packed);
+}
+
+/* The packed weights of this execution: the caller's when they were made for `kern`,
+ * else packed now into `scratch` (sized by operand_floats_max per group). */
+static const float *weights_for(const cf_sgemm_kernel *kern, const cf_problem *p,
+                                const cf_exec_args *a, float *scratch, size_t *group_floats)
+{
+    const packed_header *h = a->packed_w;
+    if (h != NULL && h->magic == PACKED_MAGIC && h->isa == kern->isa) {
+        *group_floats = h->group_floats;
+        return (const float *)((const char *)h + PACKED_HEADER);
+    }
+    w_operand o = weight_operand(p);
+    *group_floats = operand_floats(kern, &o, NULL);
+    pack_groups(kern, p, a->w, scratch, *group_floats, a->pool);
+    return scratch;
+}
+
+/* ---- workspace layout --------------------------------------------------------------- */
+
+typedef struct ws_layout {
+    size_t weights; /* byte offsets */
+    size_t panels;  /* Conv: one tile of patch panels; ConvTranspose: packed X */
+    size_t cols;    /* ConvTranspose: the cols matrix */
+    size_t bytes;
+    size_t tile;    /* Conv: output pixels per tile, before rounding to the panel width */
+    bool in_place;  /* Conv: the GEMM reads X itself as B (no patch panels) */
+    bool overflow;
+} ws_layout;
+
+/* A Conv whose patch matrix is X itself, row-major: NCHW, 1x1, stride 1, no padding. */
+static bool patches_are_x(const cf_problem *p)
+{
+    if (p->op != CONVFIND_OP_CONV || p->layout != CONVFIND_LAYOUT_NCHW || p->k_sp != 1)
+        return false;
+    for (int a = 0; a < p->nsp; a++)
+        if (p->stride[a] != 1 || p->pad_begin[a] != 0 || p->pad_end[a] != 0)
+            return false;
+    return true;
+}
+
+/* Pixels per patch tile: the tile's panels fill about two L2s, never below one panel
+ * row of 96 (a multiple of every kernel's MR and NR); tiles are balanced in size. */
+static size_t conv_tile(const cf_problem *p)
+{
+    size_t kdim = (size_t)(cf_cin_per_group(p) * p->k_sp);
+    size_t budget = 2 * cf_cpu_caches()->l2;
+    size_t tile_max = budget / (kdim * sizeof(float));
+    if (tile_max < 96)
+        tile_max = 96;
+    size_t out_sp = (size_t)p->out_sp;
+    size_t tiles = (out_sp + tile_max - 1) / tile_max;
+    return (out_sp + tiles - 1) / tiles;
+}
+
+/* `allow_in_place`: the algorithm reads X in place when patches_are_x (cpu.gemm_1x1). */
+static ws_layout layout_of(const cf_problem *p, bool allow_in_place)
+{
+    ws_layout l = {0};
+    l.in_place = allow_in_place && patches_are_x(p);
+    cf_ws ws = {0};
+    w_operand o = weight_operand(p);
+    size_t wf = operand_floats_max(&o, &l.overflow);
+    l.weights = cf_ws_take(&ws, cf_ws_mul(&ws, wf, (size_t)p->group), sizeof(float));
+    size_t cg = (size_t)cf_cin_per_group(p);
+    if (l.in_place) {
+        l.tile = (size_t)p->out_sp;
+    } else if (p->op == CONVFIND_OP_CONV) {
+        l.tile = conv_tile(p);
+        /* + 32: rounding the tile up to any kernel's panel width (<= 32). */
+        l.panels = cf_ws_take(&ws, cf_ws_mul(&ws, cg * (size_t)p->k_sp, l.tile + 32),
+                              sizeof(float));
+    } else {
+        w_operand xo = {false, cg, (size_t)p->in_sp, 0, 0, 0};
+        size_t xf = operand_floats_max(&xo, &l.overflow);
+        l.panels = cf_ws_take(&ws, xf, sizeof(float));
+        size_t rows = cf_ws_mul(&ws, (size_t)cf_cout_per_group(p), (size_t)p->k_sp);
+        l.cols = cf_ws_take(&ws, cf_ws_mul(&ws, rows, (size_t)p->in_sp), sizeof(float));
+    }
+    l.bytes = ws.bytes;
+    l.overflow = l.overflow || ws.overflow;
+    return l;
+}
+
+static convfind_status workspace_of(const cf_problem *p, bool allow_in_place, size_t *bytes)
+{
+    if (bytes == NULL)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "bytes is NULL");
+    ws_layout l = layout_of(p, allow_in_place);
+    if (l.overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW,
+                       "GEMM workspace for C=%lld M=%lld kernel taps=%lld overflows size_t",
+                       (long long)p->c, (long long)p->m, (long long)p->k_sp);
+    *bytes = l.bytes;
+    return CONVFIND_OK;
+}
+
+static convfind_status check_args(const cf_problem *p, const cf_exec_args *a,
+                                  bool allow_in_place, ws_layout *l)
+{
+    if (a == NULL || a->x == NULL || a->w == NULL || a->y == NULL)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL",
+                       a == NULL ? "args" : (a->x == NULL ? "x" : (a->w == NULL ? "w" : "y")));
+    if ((p->has_bias && a->b == NULL) || (p->has_residual && a->z == NULL))
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL but the problem has one",
+                       a->b == NULL && p->has_bias ? "bias" : "residual");
+    *l = layout_of(p, allow_in_place);
+    if (l->overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW, "GEMM workspace overflows size_t");
+    if (a->workspace == NULL || a->workspace_size < l->bytes)
+        return cf_fail(CONVFIND_ERR_INVALID_SHAPE,
+                       "GEMM convolution needs %zu workspace bytes, got %zu", l->bytes,
+                       a->workspace ? a->workspace_size : 0);
+    return CONVFIND_OK;
+}
+
+/* ---- Conv: patch panels ------------------------------------------------------------- */
+
+typedef struct patch_job {
+    cf_geom3 g;
+    const float *xg;      /* X of this image, first channel of this group */
+    int64_t xc, xs[3];    /* element strides: channel, spatial axes (geom3 order) */
+    size_t cg, ksp;
+    size_t pix0, npix;    /* the tile's output pixels */
+    size_t width;         /* panel width: NR (NCHW, B panels) or MR (NHWC, A panels) */
+    bool channels_last;
+    float *dst;
+} patch_job;
+
+/* A run of a panel's pixels that lie on one output row: panel columns [r0, r0 + len)
+ * are output positions (o0, o1, o2 .. o2 + len - 1). */
+typedef struct row_seg {
+    size_t r0, len;
+    int64_t o0, o1, o2;
+} row_seg;
+
+/* floor(a / b) for b > 0 and any sign of a. */
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* Writes panel `panel` of the tile: rows kk = c * ksp + tap, `width` pixels each.
+ * Per tap and row segment, the output columns that read inside X form one interval
+ * (computed, not tested per element): zeros before and after it, a strided copy (a
+ * memcpy at stride 1 in NCHW) inside it. */
+static void patch_task(void *arg, size_t panel)
+{
+    const patch_job *j = arg;
+    const cf_geom3 *g = &j->g;
+    const size_t width = j->width, kdim = j->cg * j->ksp;
+    const size_t first = j->pix0 + panel * width;
+    const size_t np = j->pix0 + j->npix - first < width ? j->pix0 + j->npix - first : width;
+    float *dst = j->dst + panel * kdim * width;
+
+    row_seg seg[CF_SGEMM_NR_MAX];
+    size_t nseg = 0;
+    for (size_t r = 0; r < np;) {
+        int64_t pix = (int64_t)(first + r);
+        int64_t o2 = pix % g->out[2], rest = pix / g->out[2];
+        size_t len = (size_t)(g->out[2] - o2) < np - r ? (size_t)(g->out[2] - o2) : np - r;
+        seg[nseg++] = (row_seg){r, len, rest / g->out[1], rest % g->out[1], o2};
+        r += len;
+    }
+    if (np < width)
+        for (size_t kk = 0; kk < kdim; kk++)
+            memset(dst + kk * width + np, 0, (width - np) * sizeof(float));
+
+    const int64_t xs2 = j->xs[2] * g->stride[2]; /* X step between adjacent output columns */
+    size_t tap = 0;
+    for (int64_t t0 = 0; t0 < g->k[0]; t0++)
+    for (int64_t t1 = 0; t1 < g->k[1]; t1++)
+    for (int64_t t2 = 0; t2 < g->k[2]; t2++, tap++) {
+        int64_t shift2 = t2 * g->dil[2] - g->pad[2]; /* i2 = o2 * stride + shift2 */
+        for (size_t sgi = 0; sgi < nseg; sgi++) {
+            const row_seg *sg = &seg[sgi];
+            int64_t i0 = sg->o0 * g->stride[0] - g->pad[0] + t0 * g->dil[0];
+            int64_t i1 = sg->o1 * g->stride[1] - g->pad[1] + t1 * g->dil[1];
+            /* Output columns o2 with 0 <= o2 * stride + shift2 < in[2], relative to sg->o2. */
+            int64_t lo = floor_div(-shift2 + g->stride[2] - 1, g->stride[2]) - sg->o2;
+            int64_t hi = floor_div(g->in[2] - 1 - shift2, g->stride[2]) + 1 - sg->o2;
+            if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1])
+                lo = hi = 0;
+            lo = lo < 0 ? 0 : lo > (int64_t)sg->len ? (int64_t)sg->len : lo;
+            hi = hi < lo ? lo : hi > (int64_t)sg->len ? (int64_t)sg->len : hi;
+            float *d0 = dst + tap * width + sg->r0;
+            for (size_t c = 0; c < j->cg; c++) {
+                float *d = d0 + c * j->ksp * width;
+                for (int64_t r = 0; r < lo; r++)
+                    d[r] = 0.0f;
+                for (int64_t r = hi; r < (int64_t)sg->len; r++)
+                    d[r] = 0.0f;
+            }
+            if (hi == lo)
+                continue;
+            const float *row = j->xg + i0 * j->xs[0] + i1 * j->xs[1] +
+                               ((sg->o2 + lo) * g->stride[2] + shift2) * j->xs[2];
+            if (j->channels_last) {
+                /* A pixel's channels are contiguous in X: read along them. */
+                for (int64_t r = lo; r < hi; r++) {
+                    const float *src = row + (r - lo) * xs2;
+                    for (size_t c = 0; c < j->cg; c++)
+                        d0[c * j->ksp * width + (size_t)r] = src[c];
+                }
+            } else if (xs2 == 1) {
+                for (size_t c = 0; c < j->cg; c++)
+                    memcpy(d0 + c * j->ksp * width + lo, row + (int64_t)c * j->xc,
+                           (size_t)(hi - lo) * sizeof(float));
+            } else {
+                for (size_t c = 0; c < j->cg; c++) {
+                    float *d = d0 + c * j->ksp * width;
+                    const float *src = row + (int64_t)c * j->xc;
+                    for (int64_t r = lo; r < hi; r++)
+                        d[r] = src[(r - lo) * xs2];
+                }
+            }
+        }
+    }
+}
+
+/* One tile of one image and group, split into chunks of whole patch panels. */
+typedef struct conv_chunk_job {
+    patch_job *patch;
+    const cf_sgemm_kernel *kern;
+    bool nhwc;
+    size_t mg, kdim;
+    const float *wg;          /* this group's packed weights */
+    float *y;                 /* Y (and, at the same offset, Z) at the tile's first pixel */
+    ptrdiff_t rs;             /* Y row stride of the GEMM's C */
+    cf_sgemm_epilogue ep;
+    size_t panels, chunks;
+    const float *x_rows;      /* in place: X as B at the tile's first pixel, else NULL */
+    size_t ldb;               /* in place: X's row stride */
+} conv_chunk_job;
+
+static void conv_chunk_task(void *arg, size_t index)
+{
+    const conv_chunk_job *j = arg;
+    const patch_job *pj = j->patch;
+    size_t q0 = j->panels * index / j->chunks, q1 = j->panels * (index + 1) / j->chunks;
+    if (j->x_rows == NULL)
+        for (size_t q = q0; q < q1; q++)
+            patch_task(j->patch, q);
+    size_t first = q0 * pj->width, end = q1 * pj->width < pj->npix ? q1 * pj->width : pj->npix;
+    const float *panels = pj->dst + q0 * j->kdim * pj->width;
+    /* This chunk's pixels are C's columns (NCHW) or rows (NHWC) [first, end). */
+    ptrdiff_t shift = j->nhwc ? (ptrdiff_t)first * j->rs : (ptrdiff_t)first;
+    cf_sgemm_epilogue ep = j->ep;
+    if (ep.z != NULL)
+        ep.z += shift;
+    if (j->x_rows != NULL)
+        cf_sgemm_packed_a(j->kern, j->mg, end - first, j->kdim, j->wg, j->x_rows + first, j->ldb,
+                          j->y + shift, j->rs, 1, &ep, NULL);
+    else if (j->nhwc)
+        cf_sgemm_packed(j->kern, end - first, j->mg, j->kdim, panels, j->wg, j->y + shift, j->rs,
+                        1, &ep, NULL);
+    else
+        cf_sgemm_packed(j->kern, j->mg, end - first, j->kdim, j->wg, panels, j->y + shift, j->rs,
+                        1, &ep, NULL);
+}
+
+bool cf_gemm_conv_applicable(const cf_problem *p)
+{
+    return p->dtype == CONVFIND_DTYPE_F32 && p->op == CONVFIND_OP_CONV;
+}
+
+convfind_status cf_gemm_conv_workspace(const cf_problem *p, size_t *bytes)
+{
+    return workspace_of(p, false, bytes);
+}
+
+convfind_status cf_gemm_1x1_workspace(const cf_problem *p, size_t *bytes)
+{
+    return workspace_of(p, true, bytes);
+}
+
+convfind_status cf_gemm_conv_pack_weights(const cf_problem *p, const void *state,
+                                          const void *w, void **packed)
+{
+    (void)state;
+    return pack_weights(p, w, packed);
+}
+
+static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
+                                    bool allow_in_place)
+{
+    ws_layout l;
+    convfind_status st = check_args(p, a, allow_in_place, &l);
+    if (st != CONVFIND_OK)
+        return st;
+    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    char *ws = a->workspace;
+    size_t wgf = 0;
+    const float *wpk = weights_for(kern, p, a, (float *)(ws + l.weights), &wgf);
+    float *panels = (float *)(ws + l.panels);
+
+    const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    const size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
+    const size_t kdim = cg * (size_t)p->k_sp, out_sp = (size_t)p->out_sp;
+    const size_t in_sp = (size_t)p->in_sp, M = (size_t)p->m, C = (size_t)p->c;
+    const size_t width = nhwc ? (size_t)kern->mr : (size_t)kern->nr;
+    const size_t tile = (l.tile + width - 1) / width * width;
+
+    patch_job job = {.g = cf_geom3_of(p), .cg = cg, .ksp = (size_t)p->k_sp, .width = width,
+                     .channels_last = nhwc, .dst = panels};
+    job.xc = nhwc ? 1 : (int64_t)in_sp;
+    int64_t px = nhwc ? (int64_t)C : 1;
+    job.xs[2] = px;
+    job.xs[1] = px * job.g.in[2];
+    job.xs[0] = px * job.g.in[2] * job.g.in[1];
+
+    conv_chunk_job cj = {.patch = &job, .kern = kern, .nhwc = nhwc, .mg = mg, .kdim = kdim};
+    const size_t threads = (size_t)cf_threadpool_size(a->pool);
+    const float *x = a->x, *b = a->b, *z = a->z;
+    float *y = a->y;
+    for (int64_t n = 0; n < p->n; n++) {
+        for (int64_t g = 0; g < p->group; g++) {
+            job.xg = x + (size_t)n * C * in_sp + (size_t)g * cg * (size_t)job.xc;
+            cj.wg = wpk + (size_t)g * wgf;
+            for (size_t t0 = 0; t0 < out_sp; t0 += tile) {
+                size_t np = out_sp - t0 < tile ? out_sp - t0 : tile;
+                job.pix0 = t0;
+                job.npix = np;
+                /* Offset of (image n, first channel of group g, pixel t0) in Y and Z. */
+                size_t yo = nhwc ? (size_t)n * out_sp * M + t0 * M + (size_t)g * mg
+                                 : ((size_t)n * M + (size_t)g * mg) * out_sp + t0;
+                cj.rs = nhwc ? (ptrdiff_t)M : (ptrdiff_t)out_sp;
+                cj.y = y + yo;
+                cj.ep = (cf_sgemm_epilogue){.bias = b ? b + (size_t)g * mg : NULL,
+                                            .bias_per_col = nhwc, .z = z ? z + yo : NULL,
+                                            .rs_z = cj.rs, .cs_z = 1, .act = p->act,
+                                            .alpha = p->alpha, .beta = p->beta};
+                cj.panels = (np + width - 1) / width;
+                cj.x_rows = l.in_place ? job.xg + t0 : NULL;
+                cj.ldb = in_sp;
+                if (cj.panels >= threads) {
+                    /* One parallel pass: each chunk packs its own panels and multiplies
+                     * them, so there is a single wake-up of the pool per tile. */
+                    cj.chunks = cj.panels < 4 * threads ? cj.panels : 4 * threads;
+                    if (threads == 1)
+                        cj.chunks = 1;
+                    cf_parallel_for(a->pool, cj.chunks, conv_chunk_task, &cj);
+                } else {
+                    /* Too few panels to share out: pack them, then split the product
+                     * over the weights' dimension too. */
+                    if (!l.in_place)
+                        cf_parallel_for(a->pool, cj.panels, patch_task, &job);
+                    if (l.in_place)
+                        cf_sgemm_packed_a(kern, mg, np, kdim, cj.wg, cj.x_rows, in_sp, cj.y, cj.rs,
+                                          1, &cj.ep, a->pool);
+                    else if (nhwc)
+                        cf_sgemm_packed(kern, np, mg, kdim, panels, cj.wg, cj.y, cj.rs, 1, &cj.ep,
+                                        a->pool);
+                    else
+                        cf_sgemm_packed(kern, mg, np, kdim, cj.wg, panels, cj.y, cj.rs, 1, &cj.ep,
+                                        a->pool);
+                }
+            }
+        }
+    }
+    return CONVFIND_OK;
+}
+
+convfind_status cf_gemm_conv_execute(const cf_problem *p, const void *state,
+                                     const cf_exec_args *a)
+{
+    (void)state;
+    return conv_execute(p, a, false);
+}
+
+convfind_status cf_gemm_1x1_execute(const cf_problem *p, const void *state,
+                                    const cf_exec_args *a)
+{
+    (void)state;
+    return conv_execute(p, a, true);
+}
+
+/* ---- ConvTranspose: GEMM, then col2im as a gather ----------------------------------- */
+
+typedef struct gather_job {
+    const cf_problem *p;
+    cf_geom3 g;
+    const float *cols;  /* (mg * ksp) x in_sp of this image and group */
+    const float *b, *z;
+    float *y;
+    size_t mg, m0;      /* channels of the group, first channel's index in M */
+    int64_t yc, ys[3];  /* Y strides: channel, spatial axes (geom3 order) */
+    size_t y_image;     /* offset of this image in Y and Z */
+} gather_job;
+
+/* One output row (fixed channel, fixed outer coordinates): every output gathers the
+ * cols entries of the (tap, input) pairs that land on it, then gets its epilogue. */
+static void gather_task(void *arg, size_t index)
+{
+    const gather_job *j = arg;
+    const cf_geom3 *g = &j->g;
+    size_t rows = (size_t)(g->out[0] * g->out[1]);
+    size_t m = index / rows, row = index % rows;
+    int64_t o0 = (int64_t)row / g->out[1], o1 = (int64_t)row % g->out[1];
+    int64_t ksp = g->k[0] * g->k[1] * g->k[2];
+    int64_t in_sp = g->in[0] * g->in[1] * g->in[2];
+    const float *cm = j->cols + (int64_t)m * ksp * in_sp;
+    float bias = j->b ? j->b[j->m0 + m] : 0.0f;
+    size_t ybase = j->y_image + (j->m0 + m) * (size_t)j->yc + (size_t)(o0 * j->ys[0] + o1 * j->ys[1]);
+    for (int64_t o2 = 0; o2 < g->out[2]; o2++) {
+        float acc = 0.0f;
+        for (int64_t t0 = 0; t0 < g->k[0]; t0++) {
+            int64_t n0 = o0 + g->pad[0] - t0 * g->dil[0];
+            if (n0 < 0 || n0 % g->stride[0] != 0 || n0 / g->stride[0] >= g->in[0])
+                continue;
+            for (int64_t t1 = 0; t1 < g->k[1]; t1++) {
+                int64_t n1 = o1 + g->pad[1] - t1 * g->dil[1];
+                if (n1 < 0 || n1 % g->stride[1] != 0 || n1 / g->stride[1] >= g->in[1])
+                    continue;
+                for (int64_t t2 = 0; t2 < g->k[2]; t2++) {
+                    int64_t n2 = o2 + g->pad[2] - t2 * g->dil[2];
+                    if (n2 < 0 || n2 % g->stride[2] != 0 || n2 / g->stride[2] >= g->in[2])
+                        continue;
+                    int64_t tap = (t0 * g->k[1] + t1) * g->k[2] + t2;
+                    int64_t i = ((n0 / g->stride[0]) * g->in[1] + n1 / g->stride[1]) * g->in[2] +
+                                n2 / g->stride[2];
+                    acc += cm[tap * in_sp + i];
+                }
+            }
+        }
+        size_t yi = ybase + (size_t)(o2 * j->ys[2]);
+        j->y[yi] = cf_epilogue_value(j->p, acc, bias, j->z ? j->z[yi] : 0.0f);
+    }
+}
+
+bool cf_gemm_convt_applicable(const cf_problem *p)
+{
+    return p->dtype == CONVFIND_DTYPE_F32 && p->op == CONVFIND_OP_CONV_TRANSPOSE;
+}
+
+convfind_status cf_gemm_convt_workspace(const cf_problem *p, size_t *bytes)
+{
+    return workspace_of(p, false, bytes);
+}
+
+convfind_status cf_gemm_convt_pack_weights(const cf_problem *p, const void *state,
+                                           const void *w, void **packed)
+{
+    (void)state;
+    return pack_weights(p, w, packed);
+}
+
+convfind_status cf_gemm_convt_execute(const cf_problem *p, const void *state,
+                                      const cf_exec_args *a)
+{
+    (void)state;
+    ws_layout l;
+    convfind_status st = check_args(p, a, false, &l);
+    if (st != CONVFIND_OK)
+        return st;
+    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    char *ws = a->workspace;
+    size_t wgf = 0;
+    const float *wpk = weights_for(kern, p, a, (float *)(ws + l.weights), &wgf);
+    float *xpk = (float *)(ws + l.panels), *cols = (float *)(ws + l.cols);
+
+    const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    const size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
+    const size_t in_sp = (size_t)p->in_sp, out_sp = (size_t)p->out_sp;
+    const size_t C = (size_t)p->c, M = (size_t)p->m, ksp = (size_t)p->k_sp;
+
+    gather_job job = {.p = p, .g = cf_geom3_of(p), .cols = cols, .b = a->b, .z = a->z,
+                      .y = a->y, .mg = mg};
+    int64_t py = nhwc ? (int64_t)M : 1;
+    job.yc = nhwc ? 1 : (int64_t)out_sp;
+    job.ys[2] = py;
+    job.ys[1] = py * job.g.out[2];
+    job.ys[0] = py * job.g.out[2] * job.g.out[1];
+    size_t rows = (size_t)(job.g.out[0] * job.g.out[1]);
+
+    const float *x = a->x;
+    for (int64_t n = 0; n < p->n; n++) {
+        for (int64_t g = 0; g < p->group; g++) {
+            /* X of the group as a cg x in_sp matrix. */
+            const float *xg = x + (size_t)n * C * in_sp + (size_t)g * cg * (nhwc ? 1 : in_sp);
+            ptrdiff_t rs = nhwc ? 1 : (ptrdiff_t)in_sp, cs = nhwc ? (ptrdiff_t)C : 1;
+            cf_sgemm_pack_b(kern, cg, in_sp, xg, rs, cs, xpk, a->pool);
+            cf_sgemm_packed(kern, mg * ksp, in_sp, cg, wpk + (size_t)g * wgf, xpk, cols,
+                            (ptrdiff_t)in_sp, 1, NULL, a->pool);
+            job.m0 = (size_t)g * mg;
+            job.y_image = (size_t)n * M * out_sp;
+            cf_parallel_for(a->pool, mg * rows, gather_task, &job);
+        }
+    }
+    return CONVFIND_OK;
+}

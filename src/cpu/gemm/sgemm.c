@@ -1,0 +1,376 @@
+/*
+ * sgemm.c - the SGEMM driver: packing, cache blocking, threading and edge tiles around
+ * the per-ISA microkernels (see sgemm.h for the contract and the packed formats).
+ *
+ * Loop nest of one task (a block of MR-row panels x a block of NR-column panels of C):
+ *   for each KC slice of k          (B micro-panel KC x NR stays in L1)
+ *     for each NR panel of the task
+ *       for each MR panel            (the MC x KC block of A stays in L2)
+ *         microkernel
+ * Both operands are fully packed before the product starts, so tasks need no private
+ * buffers and the work splits over any thread count without workspace per thread.
+ */
+#include "cpu/gemm/sgemm.h"
+
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/epilogue.h"
+#include "cpu/gemm/sgemm_kernels.h"
+#include "util/error.h"
+
+const cf_sgemm_kernel *cf_sgemm_kernel_for(cf_isa isa)
+{
+#if CF_SGEMM_HAVE_X86
+    if (isa >= CF_ISA_AVX512F)
+        return &cf_sgemm_kernel_avx512;
+    if (isa >= CF_ISA_AVX2_FMA)
+        return &cf_sgemm_kernel_avx2;
+#else
+    (void)isa;
+#endif
+    return &cf_sgemm_kernel_portable;
+}
+
+static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
+
+/* ceil(x / unit) * unit * other, or 0 with *overflow set. */
+static size_t padded_product(size_t x, size_t unit, size_t other, bool *overflow)
+{
+    if (x > SIZE_MAX - unit) {
+        if (overflow)
+            *overflow = true;
+        return 0;
+    }
+    size_t padded = round_up(x, unit);
+    if (other != 0 && padded > SIZE_MAX / other) {
+        if (overflow)
+            *overflow = true;
+        return 0;
+    }
+    return padded * other;
+}
+
+size_t cf_sgemm_packed_a_floats(const cf_sgemm_kernel *kern, size_t m, size_t k,
+                                bool *overflow)
+{
+    return padded_product(m, (size_t)kern->mr, k, overflow);
+}
+
+size_t cf_sgemm_packed_b_floats(const cf_sgemm_kernel *kern, size_t k, size_t n,
+                                bool *overflow)
+{
+    return padded_product(n, (size_t)kern->nr, k, overflow);
+}
+
+void cf_sgemm_pack_a(const cf_sgemm_kernel *kern, size_t m, size_t k, const float *a,
+                     ptrdiff_t rs, ptrdiff_t cs, float *dst)
+{
+    const size_t mr = (size_t)kern->mr;
+    for (size_t i0 = 0; i0 < m; i0 += mr) {
+        size_t rows = m - i0 < mr ? m - i0 : mr;
+        for (size_t kk = 0; kk < k; kk++) {
+            float *d = dst + kk * mr;
+            for (size_t r = 0; r < rows; r++)
+                d[r] = a[(ptrdiff_t)(i0 + r) * rs + (ptrdiff_t)kk * cs];
+            for (size_t r = rows; r < mr; r++)
+                d[r] = 0.0f;
+        }
+        dst += k * mr;
+    }
+}
+
+void cf_sgemm_pack_b_panel(const cf_sgemm_kernel *kern, size_t k, size_t ncols,
+                           const float *b, ptrdiff_t rs, ptrdiff_t cs, float *dst)
+{
+    const size_t nr = (size_t)kern->nr;
+    for (size_t kk = 0; kk < k; kk++) {
+        float *d = dst + kk * nr;
+        const float *src = b + (ptrdiff_t)kk * rs;
+        if (cs == 1) {
+            memcpy(d, src, ncols * sizeof(float));
+        } else {
+            for (size_t j = 0; j < ncols; j++)
+                d[j] = src[(ptrdiff_t)j * cs];
+        }
+        for (size_t j = ncols; j < nr; j++)
+            d[j] = 0.0f;
+    }
+}
+
+typedef struct pack_b_job {
+    const cf_sgemm_kernel *kern;
+    size_t k, n;
+    const float *b;
+    ptrdiff_t rs, cs;
+    float *dst;
+} pack_b_job;
+
+static void pack_b_task(void *arg, size_t panel)
+{
+    const pack_b_job *j = arg;
+    size_t nr = (size_t)j->kern->nr, c0 = panel * nr;
+    size_t cols = j->n - c0 < nr ? j->n - c0 : nr;
+    cf_sgemm_pack_b_panel(j->kern, j->k, cols, j->b + (ptrdiff_t)c0 * j->cs, j->rs, j->cs,
+                          j->dst + panel * j->k * nr);
+}
+
+void cf_sgemm_pack_b(const cf_sgemm_kernel *kern, size_t k, size_t n, const float *b,
+                     ptrdiff_t rs, ptrdiff_t cs, float *dst, cf_threadpool *pool)
+{
+    pack_b_job job = {kern, k, n, b, rs, cs, dst};
+    size_t panels = (n + (size_t)kern->nr - 1) / (size_t)kern->nr;
+    cf_parallel_for(pool, panels, pack_b_task, &job);
+}
+
+/* ---- the product ------------------------------------------------------------------ */
+
+typedef struct gemm_job {
+    const cf_sgemm_kernel *kern;
+    size_t m, n, k;
+    const float *pa, *pb;
+    size_t ldb;                /* B row stride: NR when packed */
+    size_t b_panel;            /* floats from one B column panel to the next */
+    float *c;
+    ptrdiff_t rs_c, cs_c;
+    cf_sgemm_epilogue ep;
+    cf_sgemm_clamp clamp;      /* the part of ep.act the microkernel applies */
+    bool act_after;            /* ep.act needs a pass over the stored tile */
+    size_t kc;                 /* K slice length */
+    size_t mpanels, npanels;   /* MR / NR panels of C */
+    size_t mblocks, nblocks;   /* task grid */
+} gemm_job;
+
+static float bias_at(const cf_sgemm_epilogue *ep, size_t i, size_t j)
+{
+    if (ep->bias == NULL)
+        return 0.0f;
+    return ep->bias_per_col ? ep->bias[j] : ep->bias[i];
+}
+
+/* The general epilogue for one element of C (edge tiles, strided C, k == 0):
+ * the same operations in the same order as the microkernels' fast path. */
+static float finish_value(const cf_sgemm_epilogue *ep, float v, size_t i, size_t j)
+{
+    if (ep->bias != NULL)
+        v += bias_at(ep, i, j);
+    if (ep->z != NULL)
+        v += ep->z[(ptrdiff_t)i * ep->rs_z + (ptrdiff_t)j * ep->cs_z];
+    return cf_activate(v, ep->act, ep->alpha, ep->beta);
+}
+
+/* One MR x NR tile at C(i0, j0), product of K slice [k0, k0 + kc). */
+static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t k0, size_t kc,
+                    const float *pa_panel, const float *pb_panel)
+{
+    const size_t mr = (size_t)g->kern->mr, nr = (size_t)g->kern->nr;
+    const bool first = k0 == 0, last = k0 + kc >= g->k;
+    const bool accumulate = !first || g->ep.accumulate;
+    const size_t rows = g->m - i0 < mr ? g->m - i0 : mr;
+    const size_t cols = g->n - j0 < nr ? g->n - j0 : nr;
+    const float *a = pa_panel + k0 * mr, *b = pb_panel + k0 * g->ldb;
+    float *c = g->c + (ptrdiff_t)i0 * g->rs_c + (ptrdiff_t)j0 * g->cs_c;
+    const bool z_fast = g->ep.z == NULL || g->ep.cs_z == 1;
+
+    if (rows == mr && g->cs_c == 1 && z_fast) {
+        cf_sgemm_tile_ep tep = {.accumulate = accumulate};
+        if (last) {
+            if (g->ep.bias != NULL) {
+                if (g->ep.bias_per_col)
+                    tep.bias_col = g->ep.bias + j0;
+                else
+                    tep.bias_row = g->ep.bias + i0;
+            }
+            if (g->ep.z != NULL) {
+                tep.z = g->ep.z + (ptrdiff_t)i0 * g->ep.rs_z + (ptrdiff_t)j0;
+                tep.ldz = (size_t)g->ep.rs_z;
+            }
+            tep.clamp = g->clamp;
+            tep.lo = g->ep.alpha;
+            tep.hi = g->ep.beta;
+        }
+        g->kern->ukernel(kc, a, b, g->ldb, c, (size_t)g->rs_c, cols, &tep);
+        if (last && g->act_after) {
+            for (size_t r = 0; r < mr; r++) {
+                float *cr = c + (ptrdiff_t)r * g->rs_c;
+                for (size_t j = 0; j < cols; j++)
+                    cr[j] = cf_activate(cr[j], g->ep.act, g->ep.alpha, g->ep.beta);
+            }
+        }
+        return;
+    }
+
+    /* Row edge or strided C: compute into scratch, then merge element by element. */
+    _Alignas(64) float tile[CF_SGEMM_MR_MAX * CF_SGEMM_NR_MAX];
+    cf_sgemm_tile_ep tep = {.accumulate = accumulate};
+    if (accumulate) {
+        for (size_t r = 0; r < rows; r++)
+            for (size_t j = 0; j < cols; j++)
+                tile[r * nr + j] = c[(ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c];
+    }
+    g->kern->ukernel(kc, a, b, g->ldb, tile, nr, cols, &tep);
+    for (size_t r = 0; r < rows; r++) {
+        for (size_t j = 0; j < cols; j++) {
+            float v = tile[r * nr + j];
+            if (last)
+                v = finish_value(&g->ep, v, i0 + r, j0 + j);
+            c[(ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c] = v;
+        }
+    }
+}
+
+static void gemm_task(void *arg, size_t index)
+{
+    const gemm_job *g = arg;
+    const size_t mr = (size_t)g->kern->mr, nr = (size_t)g->kern->nr;
+    size_t ib = index / g->nblocks, jb = index % g->nblocks;
+    size_t p0 = g->mpanels * ib / g->mblocks, p1 = g->mpanels * (ib + 1) / g->mblocks;
+    size_t q0 = g->npanels * jb / g->nblocks, q1 = g->npanels * (jb + 1) / g->nblocks;
+    for (size_t k0 = 0; k0 < g->k; k0 += g->kc) {
+        size_t kc = g->k - k0 < g->kc ? g->k - k0 : g->kc;
+        for (size_t q = q0; q < q1; q++) {
+            const float *pb = g->pb + q * g->b_panel;
+            for (size_t p = p0; p < p1; p++)
+                do_tile(g, p * mr, q * nr, k0, kc, g->pa + p * g->k * mr, pb);
+        }
+    }
+}
+
+/* C = epilogue(0 [+ C]) when there is no product to compute. */
+static void epilogue_only(size_t m, size_t n, float *c, ptrdiff_t rs_c, ptrdiff_t cs_c,
+                          const cf_sgemm_epilogue *ep)
+{
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            float *cp = c + (ptrdiff_t)i * rs_c + (ptrdiff_t)j * cs_c;
+            *cp = finish_value(ep, ep->accumulate ? *cp : 0.0f, i, j);
+        }
+}
+
+/* K slice: the B micro-panel (KC x NR) in half of L1; slices balanced so the last one is
+ * not a sliver. */
+static size_t choose_kc(const cf_sgemm_kernel *kern, size_t k)
+{
+    size_t kc_max = cf_cpu_caches()->l1d / 2 / ((size_t)kern->nr * sizeof(float));
+    if (kc_max < 64)
+        kc_max = 64;
+    if (k <= kc_max + kc_max / 4)
+        return k;
+    size_t slices = (k + kc_max - 1) / kc_max;
+    return round_up((k + slices - 1) / slices, 8);
+}
+
+/* The product for either form of B: panel q of B starts at b + q * b_panel, rows ldb
+ * apart. */
+static void run_gemm(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
+                     const float *packed_a, const float *b, size_t ldb, size_t b_panel,
+                     float *c, ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
+                     cf_threadpool *pool)
+{
+    static const cf_sgemm_epilogue plain = {0};
+    if (ep == NULL)
+        ep = &plain;
+    if (m == 0 || n == 0)
+        return;
+    if (k == 0) {
+        epilogue_only(m, n, c, rs_c, cs_c, ep);
+        return;
+    }
+    gemm_job g = {.kern = kern, .m = m, .n = n, .k = k, .pa = packed_a, .pb = b, .ldb = ldb,
+                  .b_panel = b_panel, .c = c, .rs_c = rs_c, .cs_c = cs_c, .ep = *ep};
+    if (ep->act == CONVFIND_ACT_RELU)
+        g.clamp = CF_SGEMM_CLAMP_RELU;
+    else if (ep->act == CONVFIND_ACT_CLIP)
+        g.clamp = CF_SGEMM_CLAMP_CLIP;
+    else
+        g.act_after = ep->act != CONVFIND_ACT_NONE;
+    g.kc = choose_kc(kern, k);
+
+    const size_t mr = (size_t)kern->mr;
+    g.mpanels = (m + mr - 1) / mr;
+    g.npanels = (n + (size_t)kern->nr - 1) / (size_t)kern->nr;
+    /* The MC x KC block of A in half of L2. */
+    size_t mc_panels = cf_cpu_caches()->l2 / 2 / (g.kc * mr * sizeof(float));
+    if (mc_panels < 1)
+        mc_panels = 1;
+    g.mblocks = (g.mpanels + mc_panels - 1) / mc_panels;
+    /* Enough tasks to balance the threads (4 per thread), splitting N first: every
+     * task then streams its own B panels against an A block shared through L2/L3. */
+    size_t threads = (size_t)cf_threadpool_size(pool);
+    size_t want = threads > 1 ? 4 * threads : 1;
+    g.nblocks = (want + g.mblocks - 1) / g.mblocks;
+    if (g.nblocks > g.npanels)
+        g.nblocks = g.npanels;
+    if (g.mblocks * g.nblocks < want) {
+        size_t mb = (want + g.nblocks - 1) / g.nblocks;
+        g.mblocks = mb < g.mpanels ? mb : g.mpanels;
+    }
+    cf_parallel_for(pool, g.mblocks * g.nblocks, gemm_task, &g);
+}
+
+void cf_sgemm_packed(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
+                     const float *packed_a, const float *packed_b, float *c,
+                     ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
+                     cf_threadpool *pool)
+{
+    const size_t nr = (size_t)kern->nr;
+    run_gemm(kern, m, n, k, packed_a, packed_b, nr, k * nr, c, rs_c, cs_c, ep, pool);
+}
+
+void cf_sgemm_packed_a(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
+                       const float *packed_a, const float *b, size_t ldb, float *c,
+                       ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
+                       cf_threadpool *pool)
+{
+    run_gemm(kern, m, n, k, packed_a, b, ldb, (size_t)kern->nr, c, rs_c, cs_c, ep, pool);
+}
+
+convfind_status cf_sgemm_workspace(cf_isa isa, size_t m, size_t n, size_t k, size_t *bytes)
+{
+    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(isa);
+    bool overflow = false;
+    size_t fa = cf_sgemm_packed_a_floats(kern, m, k, &overflow);
+    size_t fb = cf_sgemm_packed_b_floats(kern, k, n, &overflow);
+    if (overflow || fa > SIZE_MAX / sizeof(float) / 2 || fb > SIZE_MAX / sizeof(float) / 2)
+        return cf_fail(CONVFIND_ERR_OVERFLOW,
+                       "sgemm workspace for m=%zu n=%zu k=%zu does not fit in size_t", m, n, k);
+    *bytes = round_up(fa * sizeof(float), 64) + fb * sizeof(float);
+    return CONVFIND_OK;
+}
+
+convfind_status cf_sgemm(cf_isa isa, size_t m, size_t n, size_t k,
+                         const float *a, ptrdiff_t rs_a, ptrdiff_t cs_a,
+                         const float *b, ptrdiff_t rs_b, ptrdiff_t cs_b,
+                         float *c, ptrdiff_t rs_c, ptrdiff_t cs_c,
+                         const cf_sgemm_epilogue *ep, void *workspace, size_t workspace_size,
+                         cf_threadpool *pool)
+{
+    if (isa > cf_isa_machine())
+        isa = cf_isa_machine();
+    if (m == 0 || n == 0)
+        return CONVFIND_OK;
+    if (c == NULL || (k > 0 && (a == NULL || b == NULL)))
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "sgemm: %s is NULL",
+                       c == NULL ? "C" : (a == NULL ? "A" : "B"));
+    size_t need = 0;
+    convfind_status st = cf_sgemm_workspace(isa, m, n, k, &need);
+    if (st != CONVFIND_OK)
+        return st;
+    if (need > 0 && workspace == NULL)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "sgemm: workspace is NULL, %zu bytes needed",
+                       need);
+    if (workspace_size < need)
+        return cf_fail(CONVFIND_ERR_INVALID_SHAPE,
+                       "sgemm: workspace of %zu bytes is smaller than the %zu needed for "
+                       "m=%zu n=%zu k=%zu", workspace_size, need, m, n, k);
+    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(isa);
+    float *pa = workspace;
+    float *pb = (float *)((char *)workspace +
+                          round_up(cf_sgemm_packed_a_floats(kern, m, k, NULL) * sizeof(float), 64));
+    if (k > 0) {
+        cf_sgemm_pack_a(kern, m, k, a, rs_a, cs_a, pa);
+        cf_sgemm_pack_b(kern, k, n, b, rs_b, cs_b, pb, pool);
+    }
+    cf_sgemm_packed(kern, m, n, k, pa, pb, c, rs_c, cs_c, ep, pool);
+    return CONVFIND_OK;
+}

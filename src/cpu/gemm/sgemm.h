@@ -1,0 +1,163 @@
+/*
+ * sgemm.h - convfind's own single-precision GEMM, BLIS style, with a fused epilogue.
+ *
+ *   C (m x n) = A (m x k) * B (k x n)  [+ C]  then  act(. + bias + Z)
+ *
+ * Structure (after BLIS): a register-blocked microkernel per ISA computes an MR x NR
+ * tile of C from an MR-row panel of packed A and an NR-column panel of packed B; the
+ * driver (sgemm.c) walks the tiles in cache blocks (KC from L1, MC from L2) and applies
+ * the epilogue to each C tile while it is still in L1, so bias, residual and activation
+ * cost no extra pass over C.
+ *
+ * Convolutions use the packed interface: weights are packed once (cf_sgemm_pack_a or
+ * cf_sgemm_pack_b) and reused across executions; activations are packed per execution,
+ * possibly by the caller's own generator (im2col writes straight into packed-B form).
+ * cf_sgemm() is the plain all-in-one call on strided matrices, for tests and simple uses.
+ *
+ * Packed formats (the contract for callers that generate packed data themselves):
+ *   packed A, m x k: ceil(m / MR) panels, panel i holding rows [i*MR, i*MR + MR),
+ *     each panel k * MR floats: element (row i*MR + r, col kk) at panel[kk * MR + r].
+ *     Rows past m are zero.  Total cf_sgemm_packed_a_floats(kern, m, k) floats.
+ *   packed B, k x n: ceil(n / NR) panels, panel j holding columns [j*NR, j*NR + NR),
+ *     each panel k * NR floats: element (row kk, col j*NR + c) at panel[kk * NR + c].
+ *     Columns past n are zero.  Total cf_sgemm_packed_b_floats(kern, k, n) floats.
+ * Packed data is only valid with the kernel (ISA level) it was packed for: MR and NR
+ * differ between levels.
+ *
+ * Strides are in elements and may be anything (transposes are just strides): element
+ * (i, j) of a matrix X with strides (rs, cs) is X[i * rs + j * cs].
+ *
+ * Thread safety: every function here is reentrant; functions taking a pool split their
+ * work with cf_parallel_for and return when all of it is done.  Nothing allocates.
+ */
+#ifndef CONVFIND_CPU_SGEMM_H
+#define CONVFIND_CPU_SGEMM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "convfind.h"
+#include "cpu/isa.h"
+#include "util/threadpool.h"
+
+/* Largest register block of any kernel in this build (scratch tiles are this big). */
+#define CF_SGEMM_MR_MAX 8
+#define CF_SGEMM_NR_MAX 32
+
+/* Clamp a microkernel applies in registers before storing: the activations that are a
+ * min/max (ReLU, Clip).  Other activations are applied by the driver on the stored tile. */
+typedef enum cf_sgemm_clamp {
+    CF_SGEMM_CLAMP_NONE = 0,
+    CF_SGEMM_CLAMP_RELU = 1, /* max(v, 0), NaN -> 0 as cf_activate */
+    CF_SGEMM_CLAMP_CLIP = 2  /* min(hi, max(lo, v)), NaN passes as cf_activate */
+} cf_sgemm_clamp;
+
+/* What a microkernel does to its MR x NR tile after the product, in this order:
+ *   v = product (+ C when accumulate) (+ bias_row[r]) (+ bias_col[c]) (+ z[r*ldz + c]),
+ *   then the clamp.  NULL pointers mean "not present". */
+typedef struct cf_sgemm_tile_ep {
+    bool accumulate;
+    const float *bias_row; /* MR values */
+    const float *bias_col; /* NR values */
+    const float *z;        /* MR x NR residual tile, unit column stride */
+    size_t ldz;
+    cf_sgemm_clamp clamp;
+    float lo, hi;          /* CLIP bounds */
+} cf_sgemm_tile_ep;
+
+/* The microkernel: computes the MR x NR tile  sum over kk < k of a[kk*MR + r] * b[kk*ldb + c]
+ * from a packed A panel and either a packed B panel (ldb == NR) or B read in place
+ * (ldb its row stride), k >= 1, applies `ep` and stores it to c (row stride ldc, unit
+ * column stride).  Only columns [0, ncols) of B, C, bias_col and z are read or written
+ * (1 <= ncols <= NR), so the last column panel needs no scratch tile and B in place is
+ * never read past its last column; kernels may skip the arithmetic of whole vectors
+ * past ncols.  All MR rows are written: the driver passes a scratch tile when fewer
+ * rows remain. */
+typedef void (*cf_sgemm_ukernel_fn)(size_t k, const float *a, const float *b, size_t ldb,
+                                    float *c, size_t ldc, size_t ncols,
+                                    const cf_sgemm_tile_ep *ep);
+
+/* One ISA level's microkernel and its register-block shape.  Static storage. */
+typedef struct cf_sgemm_kernel {
+    cf_isa isa;
+    int mr, nr;                /* tile of C one microkernel call computes */
+    cf_sgemm_ukernel_fn ukernel;
+} cf_sgemm_kernel;
+
+/* The kernel for `isa`: the best one compiled into this build at or below that level
+ * (never above it, so a forced lower level really runs the lower kernel).  Never NULL. */
+const cf_sgemm_kernel *cf_sgemm_kernel_for(cf_isa isa);
+
+/* Applied while C tiles are stored, after the product (and the accumulation into C
+ * when `accumulate` is set):  C = act(C + bias + Z).  All-zero (the default from
+ * `= {0}`) means plain C = A*B. */
+typedef struct cf_sgemm_epilogue {
+    bool accumulate;          /* C += A*B instead of C = A*B */
+    const float *bias;        /* NULL, or one value per row (bias_per_col false: NCHW
+                               * output channels are rows) or per column (NHWC) */
+    bool bias_per_col;
+    const float *z;           /* residual, m x n with strides (rs_z, cs_z), or NULL */
+    ptrdiff_t rs_z, cs_z;
+    convfind_activation act;  /* CONVFIND_ACT_NONE: no activation */
+    float alpha, beta;        /* activation parameters (convfind.h) */
+} cf_sgemm_epilogue;
+
+/* Float counts of the packed forms (include the zero padding up to MR / NR).
+ * Return 0 and set *overflow (when non-NULL) if the count does not fit in size_t. */
+size_t cf_sgemm_packed_a_floats(const cf_sgemm_kernel *kern, size_t m, size_t k,
+                                bool *overflow);
+size_t cf_sgemm_packed_b_floats(const cf_sgemm_kernel *kern, size_t k, size_t n,
+                                bool *overflow);
+
+/* Packs the m x k matrix `a` (strides rs, cs) into `dst` (packed-A form).  Single-
+ * threaded (weights are packed once). */
+void cf_sgemm_pack_a(const cf_sgemm_kernel *kern, size_t m, size_t k, const float *a,
+                     ptrdiff_t rs, ptrdiff_t cs, float *dst);
+
+/* Packs the k x n matrix `b` (strides rs, cs) into `dst` (packed-B form), the panels
+ * split over `pool` (may be NULL). */
+void cf_sgemm_pack_b(const cf_sgemm_kernel *kern, size_t k, size_t n, const float *b,
+                     ptrdiff_t rs, ptrdiff_t cs, float *dst, cf_threadpool *pool);
+
+/* Packs columns [0, ncols) (ncols <= NR) of the k x ncols matrix `b` into one panel at
+ * `dst` (k * NR floats), zero-filling columns ncols..NR-1.  For callers that pack panel
+ * by panel inside their own parallel loop. */
+void cf_sgemm_pack_b_panel(const cf_sgemm_kernel *kern, size_t k, size_t ncols,
+                           const float *b, ptrdiff_t rs, ptrdiff_t cs, float *dst);
+
+/* C = epilogue(packed_a * packed_b) for packed operands made with `kern`.  C has strides
+ * (rs_c, cs_c); cs_c == 1 is the fast path, anything else goes through a scratch tile.
+ * m or n == 0: nothing is written; k == 0: the product is zero and the epilogue still
+ * applies.  `ep` may be NULL (plain product).
+ * Work is split over M and N blocks on `pool` (may be NULL); no workspace is needed. */
+void cf_sgemm_packed(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
+                     const float *packed_a, const float *packed_b, float *c,
+                     ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
+                     cf_threadpool *pool);
+
+/* As cf_sgemm_packed, but B is read in place: a row-major k x n matrix with row stride
+ * ldb (>= n) and unit column stride, e.g. NCHW activations of a 1x1 stride-1 convolution.
+ * Saves packing B when each B element is used by few rows of A. */
+void cf_sgemm_packed_a(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
+                       const float *packed_a, const float *b, size_t ldb, float *c,
+                       ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
+                       cf_threadpool *pool);
+
+/* Bytes of workspace cf_sgemm() needs for these sizes at level `isa`: both packed
+ * operands.  CONVFIND_ERR_OVERFLOW when that does not fit in size_t. */
+convfind_status cf_sgemm_workspace(cf_isa isa, size_t m, size_t n, size_t k, size_t *bytes);
+
+/* C = epilogue(A * B) on plain strided matrices with the kernel of level `isa` (clamped
+ * to cf_isa_machine(); pass cf_isa_active() normally).  Packs both operands into
+ * `workspace` (>= cf_sgemm_workspace() bytes, 64-byte alignment recommended).  Errors:
+ * CONVFIND_ERR_NULL_POINTER for a NULL matrix or workspace when one is needed,
+ * CONVFIND_ERR_INVALID_SHAPE when the workspace is too small (message names the sizes);
+ * C is untouched on error.  Zero sizes behave as in cf_sgemm_packed(). */
+convfind_status cf_sgemm(cf_isa isa, size_t m, size_t n, size_t k,
+                         const float *a, ptrdiff_t rs_a, ptrdiff_t cs_a,
+                         const float *b, ptrdiff_t rs_b, ptrdiff_t cs_b,
+                         float *c, ptrdiff_t rs_c, ptrdiff_t cs_c,
+                         const cf_sgemm_epilogue *ep, void *workspace, size_t workspace_size,
+                         cf_threadpool *pool);
+
+#endif /* CONVFIND_CPU_SGEMM_H */

@@ -1,0 +1,90 @@
+/*
+ * sgemm_ukernel_avx2.c - the AVX2 + FMA microkernel: a 6 x 16 tile of C in 12 ymm
+ * accumulators.  Compiled with -mavx2 -mfma (CMakeLists.txt); only called when
+ * cf_isa_active() >= CF_ISA_AVX2_FMA.
+ *
+ * Why 6 x 16: with 16 ymm registers, 12 accumulators + 2 B vectors + 1 broadcast is the
+ * largest block that fits, and 12 independent FMA chains cover two FMA pipes.  The last
+ * column panel is read and written through lane masks (vmaskmov), and with at most 8
+ * columns left only one vector per row is computed.
+ */
+#include <immintrin.h>
+
+#include "cpu/gemm/sgemm_kernels.h"
+
+#define MR 6
+#define NR 16
+
+static inline __attribute__((always_inline)) void
+tile_6xh(const int halves, size_t k, const float *a, const float *b, size_t ldb, float *c,
+         size_t ldc,
+         const __m256i mask[2], const cf_sgemm_tile_ep *ep)
+{
+    __m256 acc[MR][2];
+    for (int r = 0; r < MR; r++)
+        for (int h = 0; h < halves; h++)
+            acc[r][h] = _mm256_setzero_ps();
+    for (size_t kk = 0; kk < k; kk++) {
+        __m256 bv[2];
+        for (int h = 0; h < halves; h++)
+            bv[h] = _mm256_maskload_ps(b + 8 * h, mask[h]);
+        for (int r = 0; r < MR; r++) {
+            __m256 av = _mm256_broadcast_ss(a + r);
+            for (int h = 0; h < halves; h++)
+                acc[r][h] = _mm256_fmadd_ps(av, bv[h], acc[r][h]);
+        }
+        a += MR;
+        b += ldb;
+    }
+    if (ep->accumulate)
+        for (int r = 0; r < MR; r++)
+            for (int h = 0; h < halves; h++)
+                acc[r][h] = _mm256_add_ps(
+                    acc[r][h], _mm256_maskload_ps(c + (size_t)r * ldc + 8 * h, mask[h]));
+    if (ep->bias_row)
+        for (int r = 0; r < MR; r++) {
+            __m256 bias = _mm256_set1_ps(ep->bias_row[r]);
+            for (int h = 0; h < halves; h++)
+                acc[r][h] = _mm256_add_ps(acc[r][h], bias);
+        }
+    if (ep->bias_col)
+        for (int h = 0; h < halves; h++) {
+            __m256 bias = _mm256_maskload_ps(ep->bias_col + 8 * h, mask[h]);
+            for (int r = 0; r < MR; r++)
+                acc[r][h] = _mm256_add_ps(acc[r][h], bias);
+        }
+    if (ep->z)
+        for (int r = 0; r < MR; r++)
+            for (int h = 0; h < halves; h++)
+                acc[r][h] = _mm256_add_ps(
+                    acc[r][h], _mm256_maskload_ps(ep->z + (size_t)r * ep->ldz + 8 * h, mask[h]));
+    if (ep->clamp == CF_SGEMM_CLAMP_RELU) {
+        const __m256 zero = _mm256_setzero_ps();
+        for (int r = 0; r < MR; r++)
+            for (int h = 0; h < halves; h++)
+                acc[r][h] = _mm256_max_ps(acc[r][h], zero);
+    } else if (ep->clamp == CF_SGEMM_CLAMP_CLIP) {
+        const __m256 lo = _mm256_set1_ps(ep->lo), hi = _mm256_set1_ps(ep->hi);
+        for (int r = 0; r < MR; r++)
+            for (int h = 0; h < halves; h++)
+                acc[r][h] = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[r][h]));
+    }
+    for (int r = 0; r < MR; r++)
+        for (int h = 0; h < halves; h++)
+            _mm256_maskstore_ps(c + (size_t)r * ldc + 8 * h, mask[h], acc[r][h]);
+}
+
+static void ukernel_6x16(size_t k, const float *a, const float *b, size_t ldb, float *c,
+                         size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep)
+{
+    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    __m256i mask[2];
+    mask[0] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)ncols), lane);
+    mask[1] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)ncols - 8), lane);
+    if (ncols > 8)
+        tile_6xh(2, k, a, b, ldb, c, ldc, mask, ep);
+    else
+        tile_6xh(1, k, a, b, ldb, c, ldc, mask, ep);
+}
+
+const cf_sgemm_kernel cf_sgemm_kernel_avx2 = {CF_ISA_AVX2_FMA, MR, NR, ukernel_6x16};

@@ -1,0 +1,46 @@
+/*
+ * sgemm_ukernel_portable.c - the plain C microkernel (4 x 16), for any architecture and
+ * for CONVFIND_ISA=portable.  Written so that compilers can keep the accumulators in
+ * registers and vectorize the inner loop with the baseline ISA (SSE2 on x86-64).
+ */
+#include "cpu/epilogue.h"
+#include "cpu/gemm/sgemm_kernels.h"
+
+#define MR 4
+#define NR 16
+
+static void ukernel_4x16(size_t k, const float *a, const float *b, size_t ldb, float *c,
+                         size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep)
+{
+    float acc[MR][NR] = {{0}};
+    for (size_t kk = 0; kk < k; kk++) {
+        const float *bk = b + kk * ldb;
+        for (int r = 0; r < MR; r++) {
+            float av = a[kk * MR + r];
+            for (size_t j = 0; j < ncols; j++)
+                acc[r][j] += av * bk[j];
+        }
+    }
+    for (int r = 0; r < MR; r++) {
+        float *cr = c + (size_t)r * ldc;
+        const float *zr = ep->z ? ep->z + (size_t)r * ep->ldz : NULL;
+        for (size_t j = 0; j < ncols; j++) {
+            float v = acc[r][j];
+            if (ep->accumulate)
+                v += cr[j];
+            if (ep->bias_row)
+                v += ep->bias_row[r];
+            if (ep->bias_col)
+                v += ep->bias_col[j];
+            if (zr)
+                v += zr[j];
+            if (ep->clamp == CF_SGEMM_CLAMP_RELU)
+                v = cf_activate(v, CONVFIND_ACT_RELU, 0.0f, 0.0f);
+            else if (ep->clamp == CF_SGEMM_CLAMP_CLIP)
+                v = cf_activate(v, CONVFIND_ACT_CLIP, ep->lo, ep->hi);
+            cr[j] = v;
+        }
+    }
+}
+
+const cf_sgemm_kernel cf_sgemm_kernel_portable = {CF_ISA_PORTABLE, MR, NR, ukernel_4x16};

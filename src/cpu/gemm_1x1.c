@@ -1,0 +1,31 @@
+/*
+ * gemm_1x1.c - "cpu.gemm_1x1": a 1x1 convolution is exactly one GEMM per image and group,
+ *   NCHW: Y[m, pixel] = W[m, c] * X[c, pixel]      NHWC: Y[pixel, m] = X[pixel, c] * W^T[c, m]
+ * on the packed SGEMM (gemm/gemm_conv.c).  NCHW stride 1: the GEMM reads X in place as
+ * its B operand, so nothing is packed per execution but the (reusable) weights; this
+ * matters most when the output has few channels and each X element is used by few rows.
+ * A strided or NHWC 1x1 gathers its pixels into packed panels instead, never forming a
+ * subsampled copy of X.
+ */
+#include "core/algo.h"
+#include "cpu/gemm/gemm_conv.h"
+
+static bool gemm_1x1_applicable(const cf_problem *p)
+{
+    if (!cf_gemm_conv_applicable(p))
+        return false;
+    for (int a = 0; a < p->nsp; a++)
+        if (p->k[a] != 1 || p->pad_begin[a] != 0 || p->pad_end[a] != 0)
+            return false;
+    return true;
+}
+
+const cf_algo cf_algo_cpu_gemm_1x1 = {
+    .name = "cpu.gemm_1x1",
+    .family = "gemm",
+    .applicable = gemm_1x1_applicable,
+    .workspace = cf_gemm_1x1_workspace,
+    .pack_weights = cf_gemm_conv_pack_weights,
+    .free_packed = cf_gemm_free_packed,
+    .execute = cf_gemm_1x1_execute,
+};

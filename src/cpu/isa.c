@@ -1,0 +1,143 @@
+/*
+ * isa.c - runtime CPU feature and cache detection (libcpuinfo), and the ISA override.
+ *
+ * Detection runs once per process under pthread_once; afterwards every query is a plain
+ * read of immutable data, plus one atomic load for the test override.
+ */
+#include "cpu/isa.h"
+
+#include <cpuinfo.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "util/error.h"
+
+static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
+static cf_isa machine_level = CF_ISA_PORTABLE;
+static cf_isa env_level = CF_ISA_PORTABLE; /* machine level lowered by CONVFIND_ISA */
+static cf_cache_sizes caches = {32 * 1024, 512 * 1024, 2 * 1024 * 1024};
+static char cpu_name[96] = "unknown cpu";
+
+/* -1: no cf_isa_force() in effect. */
+static atomic_int forced_level = -1;
+
+static const char *const isa_names[CF_ISA_COUNT] = {"portable", "avx2", "avx512"};
+
+const char *cf_isa_name(cf_isa level)
+{
+    if ((int)level < 0 || (int)level >= CF_ISA_COUNT)
+        return "unknown";
+    return isa_names[level];
+}
+
+int cf_isa_parse(const char *s)
+{
+    if (s == NULL)
+        return -1;
+    for (int i = 0; i < CF_ISA_COUNT; i++)
+        if (strcasecmp(s, isa_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+static void detect_caches(void)
+{
+    const struct cpuinfo_processor *proc = cpuinfo_get_processor(0);
+    if (proc == NULL)
+        return;
+    if (proc->cache.l1d != NULL && proc->cache.l1d->size > 0)
+        caches.l1d = proc->cache.l1d->size;
+    if (proc->cache.l2 != NULL && proc->cache.l2->size > 0) {
+        uint32_t sharing = proc->cache.l2->processor_count ? proc->cache.l2->processor_count : 1;
+        caches.l2 = proc->cache.l2->size / sharing;
+    }
+    if (proc->cache.l3 != NULL && proc->cache.l3->size > 0) {
+        uint32_t sharing = proc->cache.l3->processor_count ? proc->cache.l3->processor_count : 1;
+        caches.l3 = proc->cache.l3->size / sharing;
+    }
+    /* A cache smaller than the level below it is a misreport (seen on some VMs);
+     * keep the sizes monotonic so blocking never shrinks at a higher level. */
+    if (caches.l2 < caches.l1d)
+        caches.l2 = caches.l1d;
+    if (caches.l3 < caches.l2)
+        caches.l3 = caches.l2;
+}
+
+static void detect(void)
+{
+    if (cpuinfo_initialize()) {
+        if (cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_fma3())
+            machine_level = CF_ISA_AVX512F;
+        else if (cpuinfo_has_x86_avx2() && cpuinfo_has_x86_fma3())
+            machine_level = CF_ISA_AVX2_FMA;
+        detect_caches();
+        const struct cpuinfo_package *pkg = cpuinfo_get_package(0);
+        if (pkg != NULL && pkg->name[0] != '\0')
+            snprintf(cpu_name, sizeof cpu_name, "%s", pkg->name);
+    }
+    env_level = machine_level;
+    const char *env = getenv("CONVFIND_ISA");
+    if (env != NULL && env[0] != '\0') {
+        int want = cf_isa_parse(env);
+        if (want < 0)
+            fprintf(stderr, "convfind: warning: CONVFIND_ISA=%s is not one of portable, avx2, "
+                            "avx512; using %s\n", env, cf_isa_name(machine_level));
+        else if (want > (int)machine_level)
+            fprintf(stderr, "convfind: warning: CONVFIND_ISA=%s is above this machine's level "
+                            "%s; using %s\n", env, cf_isa_name(machine_level),
+                    cf_isa_name(machine_level));
+        else
+            env_level = (cf_isa)want;
+    }
+}
+
+static void ensure_detected(void)
+{
+    pthread_once(&detect_once, detect);
+}
+
+cf_isa cf_isa_machine(void)
+{
+    ensure_detected();
+    return machine_level;
+}
+
+cf_isa cf_isa_active(void)
+{
+    ensure_detected();
+    int forced = atomic_load_explicit(&forced_level, memory_order_relaxed);
+    return forced >= 0 ? (cf_isa)forced : env_level;
+}
+
+convfind_status cf_isa_force(cf_isa level)
+{
+    ensure_detected();
+    if ((int)level < 0 || (int)level >= CF_ISA_COUNT)
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "ISA level %d is not a valid level", (int)level);
+    if (level > machine_level)
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "ISA level %s is above this machine's level %s",
+                       cf_isa_name(level), cf_isa_name(machine_level));
+    atomic_store_explicit(&forced_level, (int)level, memory_order_relaxed);
+    return CONVFIND_OK;
+}
+
+void cf_isa_unforce(void)
+{
+    atomic_store_explicit(&forced_level, -1, memory_order_relaxed);
+}
+
+const cf_cache_sizes *cf_cpu_caches(void)
+{
+    ensure_detected();
+    return &caches;
+}
+
+const char *cf_cpu_name(void)
+{
+    ensure_detected();
+    return cpu_name;
+}

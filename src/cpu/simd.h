@@ -1,0 +1,263 @@
+/*
+ * simd.h - one small vector vocabulary over three instruction sets, so that each CPU
+ * kernel is written once and compiled once per ISA.
+ *
+ * A kernel family keeps its code in a *_kernels.h template that uses only the names
+ * below; one tiny .c file per ISA defines CF_SIMD_AVX512, CF_SIMD_AVX2 or
+ * CF_SIMD_PORTABLE, includes this header and the template, and is compiled with that
+ * ISA's flags (CMakeLists.txt sets them per file).  CF_SIMD_SYM(name) gives each
+ * instantiation's exported symbols an ISA suffix, so the three objects coexist in one
+ * library and the driver picks one at run time (cpu/isa.h).
+ *
+ *   cf_vf            a vector of CF_VL floats (16 AVX-512, 8 AVX2, 4 portable)
+ *   cf_vzero/bcast   all lanes 0 / all lanes one value
+ *   cf_vload/store   unaligned full-vector memory access
+ *   cf_vload_n/store_n   the first n lanes only (0 < n <= CF_VL); other lanes read as 0
+ *                    and are never touched in memory, so tails never read out of bounds
+ *   cf_vfma(a,b,c)   a * b + c (fused where the ISA has FMA)
+ *   cf_vadd/sub/mul/max/min, cf_vsel_ge0(v, a, b): lanewise v >= 0 ? a : b
+ *   cf_vload_even(p)  lanes p[0], p[2], ..., p[2 * CF_VL - 2] (reads 2 * CF_VL floats)
+ *   cf_vload_lanes(p, lo, hi)       lane l in [lo, hi) = p[l], other lanes 0;
+ *   cf_vload_even_lanes(p, lo, hi)  lane l in [lo, hi) = p[2 * l], other lanes 0;
+ *                    both touch memory only for lanes in [lo, hi) (masked loads, which
+ *                    do not fault on masked-out lanes), so p may point before the row
+ *                    being read as long as those lanes are inside it
+ *   cf_vgather(base, off, idx, mask)  lane l = base[off + idx[l]] where bit l of mask
+ *                                    is set, else 0 (masked lanes are never read)
+ *   cf_vscatter(base, idx, v, mask)  base[idx[l]] = lane l where bit l is set
+ *
+ * cf_vmax(a, b) and cf_vmin(a, b) follow the x86 rule "a > b ? a : b" (resp. <), which
+ * is what the scalar epilogue computes, so vector and scalar activations agree bit for
+ * bit (NaN included) for every activation but sigmoid and tanh, which go through the
+ * scalar cf_activate().
+ */
+#ifndef CONVFIND_CPU_SIMD_H
+#define CONVFIND_CPU_SIMD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "cpu/epilogue.h"
+
+#if defined(CF_SIMD_AVX512)
+#include <immintrin.h>
+#define CF_VL 16
+#define CF_SIMD_SYM(name) name##_avx512
+typedef __m512 cf_vf;
+#define cf_vzero() _mm512_setzero_ps()
+#define cf_vbcast(s) _mm512_set1_ps(s)
+#define cf_vload(p) _mm512_loadu_ps(p)
+#define cf_vstore(p, v) _mm512_storeu_ps((p), (v))
+#define cf_vfma(a, b, c) _mm512_fmadd_ps((a), (b), (c))
+#define cf_vadd(a, b) _mm512_add_ps((a), (b))
+#define cf_vsub(a, b) _mm512_sub_ps((a), (b))
+#define cf_vmul(a, b) _mm512_mul_ps((a), (b))
+#define cf_vmax(a, b) _mm512_max_ps((a), (b))
+#define cf_vmin(a, b) _mm512_min_ps((a), (b))
+static inline __mmask16 cf_vmask_n(int n) { return (__mmask16)((1u << n) - 1u); }
+static inline cf_vf cf_vload_n(const float *p, int n)
+{
+    return _mm512_maskz_loadu_ps(cf_vmask_n(n), p);
+}
+static inline void cf_vstore_n(float *p, cf_vf v, int n)
+{
+    _mm512_mask_storeu_ps(p, cf_vmask_n(n), v);
+}
+static inline cf_vf cf_vload_even(const float *p)
+{
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    return _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + 16));
+}
+static inline cf_vf cf_vload_lanes(const float *p, int lo, int hi)
+{
+    return _mm512_maskz_loadu_ps((__mmask16)(((1u << hi) - 1u) & ~((1u << lo) - 1u)), p);
+}
+static inline cf_vf cf_vload_even_lanes(const float *p, int lo, int hi)
+{
+    uint32_t m = 0x55555555u & (uint32_t)(((1ull << (2 * hi - 1)) - 1u) & ~((1ull << (2 * lo)) - 1u));
+    cf_vf a = _mm512_maskz_loadu_ps((__mmask16)m, p);
+    cf_vf b = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), p + 16);
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                           28, 30);
+    return _mm512_permutex2var_ps(a, even, b);
+}
+static inline cf_vf cf_vgather(const float *base, int32_t off, const int32_t *idx, unsigned mask)
+{
+    __m512i vi = _mm512_add_epi32(_mm512_set1_epi32(off), _mm512_loadu_si512(idx));
+    return _mm512_mask_i32gather_ps(_mm512_setzero_ps(), (__mmask16)mask, vi, base, 4);
+}
+static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigned mask)
+{
+    _mm512_mask_i32scatter_ps(base, (__mmask16)mask, _mm512_loadu_si512(idx), v, 4);
+}
+static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
+{
+    return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ), b, a);
+}
+
+#elif defined(CF_SIMD_AVX2)
+#include <immintrin.h>
+#define CF_VL 8
+#define CF_SIMD_SYM(name) name##_avx2
+typedef __m256 cf_vf;
+#define cf_vzero() _mm256_setzero_ps()
+#define cf_vbcast(s) _mm256_set1_ps(s)
+#define cf_vload(p) _mm256_loadu_ps(p)
+#define cf_vstore(p, v) _mm256_storeu_ps((p), (v))
+#define cf_vfma(a, b, c) _mm256_fmadd_ps((a), (b), (c))
+#define cf_vadd(a, b) _mm256_add_ps((a), (b))
+#define cf_vsub(a, b) _mm256_sub_ps((a), (b))
+#define cf_vmul(a, b) _mm256_mul_ps((a), (b))
+#define cf_vmax(a, b) _mm256_max_ps((a), (b))
+#define cf_vmin(a, b) _mm256_min_ps((a), (b))
+static inline __m256i cf_vmask_n(int n)
+{
+    return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+static inline cf_vf cf_vload_n(const float *p, int n)
+{
+    return _mm256_maskload_ps(p, cf_vmask_n(n));
+}
+static inline void cf_vstore_n(float *p, cf_vf v, int n)
+{
+    _mm256_maskstore_ps(p, cf_vmask_n(n), v);
+}
+static inline cf_vf cf_vload_even(const float *p)
+{
+    __m256 s = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+static inline cf_vf cf_vgather(const float *base, int32_t off, const int32_t *idx, unsigned mask)
+{
+    __m256i bits = _mm256_and_si256(_mm256_set1_epi32((int)mask),
+                                    _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128));
+    __m256 m = _mm256_castsi256_ps(_mm256_cmpeq_epi32(bits, _mm256_setzero_si256()));
+    m = _mm256_xor_ps(m, _mm256_castsi256_ps(_mm256_set1_epi32(-1)));
+    __m256i vi = _mm256_add_epi32(_mm256_set1_epi32(off), _mm256_loadu_si256((const __m256i *)idx));
+    return _mm256_mask_i32gather_ps(_mm256_setzero_ps(), base, vi, m, 4);
+}
+static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigned mask)
+{
+    float t[CF_VL];
+    _mm256_storeu_ps(t, v);
+    for (int l = 0; l < CF_VL; l++)
+        if (mask >> l & 1u)
+            base[idx[l]] = t[l];
+}
+static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
+{
+    return _mm256_blendv_ps(b, a, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ));
+}
+
+#elif defined(CF_SIMD_PORTABLE)
+/* GCC/clang vector extensions: plain C semantics, lowered to whatever the target has.
+ * Four lanes: the width every 64-bit target's baseline has (SSE2, NEON), so the
+ * vectors live in registers and pass by value without ABI caveats. */
+#define CF_VL 4
+#define CF_SIMD_SYM(name) name##_portable
+typedef float cf_vf __attribute__((vector_size(CF_VL * sizeof(float))));
+typedef int cf_vi __attribute__((vector_size(CF_VL * sizeof(int))));
+/* Lanewise mask ? a : b for a comparison mask (all ones or all zeros per lane). */
+static inline cf_vf cf_vselect(cf_vi mask, cf_vf a, cf_vf b)
+{
+    return (cf_vf)((mask & (cf_vi)a) | (~mask & (cf_vi)b));
+}
+static inline cf_vf cf_vzero(void) { return (cf_vf){0}; }
+static inline cf_vf cf_vbcast(float s) { return (cf_vf){0} + s; }
+static inline cf_vf cf_vload(const float *p)
+{
+    cf_vf v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline void cf_vstore(float *p, cf_vf v) { memcpy(p, &v, sizeof v); }
+static inline cf_vf cf_vfma(cf_vf a, cf_vf b, cf_vf c) { return a * b + c; }
+static inline cf_vf cf_vadd(cf_vf a, cf_vf b) { return a + b; }
+static inline cf_vf cf_vsub(cf_vf a, cf_vf b) { return a - b; }
+static inline cf_vf cf_vload_even(const float *p)
+{
+    cf_vf v;
+    for (int l = 0; l < CF_VL; l++)
+        v[l] = p[2 * l];
+    return v;
+}
+static inline cf_vf cf_vgather(const float *base, int32_t off, const int32_t *idx, unsigned mask)
+{
+    cf_vf v = {0};
+    for (int l = 0; l < CF_VL; l++)
+        if (mask >> l & 1u)
+            v[l] = base[off + idx[l]];
+    return v;
+}
+static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigned mask)
+{
+    for (int l = 0; l < CF_VL; l++)
+        if (mask >> l & 1u)
+            base[idx[l]] = v[l];
+}
+static inline cf_vf cf_vmul(cf_vf a, cf_vf b) { return a * b; }
+static inline cf_vf cf_vmax(cf_vf a, cf_vf b) { return cf_vselect(a > b, a, b); }
+static inline cf_vf cf_vmin(cf_vf a, cf_vf b) { return cf_vselect(a < b, a, b); }
+static inline cf_vf cf_vload_n(const float *p, int n)
+{
+    cf_vf v = {0};
+    memcpy(&v, p, (size_t)n * sizeof(float));
+    return v;
+}
+static inline void cf_vstore_n(float *p, cf_vf v, int n) { memcpy(p, &v, (size_t)n * sizeof(float)); }
+static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
+{
+    return cf_vselect(v >= cf_vzero(), a, b);
+}
+
+#else
+#error "define CF_SIMD_AVX512, CF_SIMD_AVX2 or CF_SIMD_PORTABLE before including cpu/simd.h"
+#endif
+
+#if !defined(CF_SIMD_AVX512)
+static inline cf_vf cf_vload_step_lanes(const float *p, int lo, int hi, int step)
+{
+    float t[CF_VL] = {0};
+    for (int l = lo; l < hi; l++)
+        t[l] = p[l * step];
+    return cf_vload(t);
+}
+static inline cf_vf cf_vload_lanes(const float *p, int lo, int hi)
+{
+    return cf_vload_step_lanes(p, lo, hi, 1);
+}
+static inline cf_vf cf_vload_even_lanes(const float *p, int lo, int hi)
+{
+    return cf_vload_step_lanes(p, lo, hi, 2);
+}
+#endif
+
+/* The problem's activation applied to every lane; identical to cf_activate() per lane. */
+static inline cf_vf cf_vactivate(cf_vf v, convfind_activation act, float alpha, float beta)
+{
+    switch (act) {
+    case CONVFIND_ACT_NONE:
+        return v;
+    case CONVFIND_ACT_RELU:
+        return cf_vmax(v, cf_vzero());
+    case CONVFIND_ACT_LEAKY_RELU:
+        return cf_vsel_ge0(v, v, cf_vmul(cf_vbcast(alpha), v));
+    case CONVFIND_ACT_CLIP:
+        return cf_vmin(cf_vbcast(beta), cf_vmax(cf_vbcast(alpha), v));
+    case CONVFIND_ACT_HARD_SIGMOID: {
+        cf_vf h = cf_vadd(cf_vmul(cf_vbcast(alpha), v), cf_vbcast(beta));
+        return cf_vmin(cf_vbcast(1.0f), cf_vmax(cf_vzero(), h));
+    }
+    default: {
+        float t[CF_VL];
+        cf_vstore(t, v);
+        for (int i = 0; i < CF_VL; i++)
+            t[i] = cf_activate(t[i], act, alpha, beta);
+        return cf_vload(t);
+    }
+    }
+}
+
+#endif /* CONVFIND_CPU_SIMD_H */

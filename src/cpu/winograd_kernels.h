@@ -1,0 +1,167 @@
+/*
+ * winograd_kernels.h - input and output transforms of F(2x2,3x3) and F(4x4,3x3),
+ * written once over cpu/simd.h (one vector lane per tile) and included by one
+ * winograd_<isa>.c per ISA.  winograd.h describes the data they move.
+ *
+ * The 2-D transforms are the 1-D ones applied to columns, then rows.  The 1-D forms
+ * below are B^T, A^T of Lavin and Gray, "Fast Algorithms for Convolutional Neural
+ * Networks" (2016), with common subexpressions shared.
+ */
+#include "cpu/simd.h"
+#include "cpu/winograd.h"
+
+#if defined(__GNUC__)
+#define WG_INLINE static inline __attribute__((always_inline))
+#else
+#define WG_INLINE static inline
+#endif
+
+#define WG_MAX_ALPHA 6
+
+/* d[0..alpha) -> B^T d, with stride `st` between the elements of d and of out. */
+WG_INLINE void wg_in_1d(const int mt, const cf_vf *d, cf_vf *o, const int st)
+{
+    if (mt == 2) {
+        o[0] = cf_vsub(d[0], d[2 * st]);
+        o[st] = cf_vadd(d[st], d[2 * st]);
+        o[2 * st] = cf_vsub(d[2 * st], d[st]);
+        o[3 * st] = cf_vsub(d[st], d[3 * st]);
+        return;
+    }
+    cf_vf d0 = d[0], d1 = d[st], d2 = d[2 * st], d3 = d[3 * st], d4 = d[4 * st], d5 = d[5 * st];
+    cf_vf four = cf_vbcast(4.0f), five = cf_vbcast(5.0f), two = cf_vbcast(2.0f);
+    o[0] = cf_vsub(cf_vfma(four, d0, d4), cf_vmul(five, d2));
+    o[st] = cf_vsub(cf_vadd(d3, d4), cf_vmul(four, cf_vadd(d1, d2)));
+    o[2 * st] = cf_vfma(four, cf_vsub(d1, d2), cf_vsub(d4, d3));
+    o[3 * st] = cf_vsub(cf_vsub(d4, d2), cf_vmul(two, cf_vsub(d1, d3)));
+    o[4 * st] = cf_vfma(two, cf_vsub(d1, d3), cf_vsub(d4, d2));
+    o[5 * st] = cf_vsub(cf_vfma(four, d1, d5), cf_vmul(five, d3));
+}
+
+/* m[0..alpha) -> A^T m (mt values), strides as wg_in_1d. */
+WG_INLINE void wg_out_1d(const int mt, const cf_vf *m, cf_vf *o, const int st_in, const int st_out)
+{
+    if (mt == 2) {
+        o[0] = cf_vadd(cf_vadd(m[0], m[st_in]), m[2 * st_in]);
+        o[st_out] = cf_vsub(cf_vsub(m[st_in], m[2 * st_in]), m[3 * st_in]);
+        return;
+    }
+    cf_vf a = cf_vadd(m[st_in], m[2 * st_in]), b = cf_vsub(m[st_in], m[2 * st_in]);
+    cf_vf c = cf_vadd(m[3 * st_in], m[4 * st_in]), d = cf_vsub(m[3 * st_in], m[4 * st_in]);
+    o[0] = cf_vadd(cf_vadd(m[0], a), c);
+    o[st_out] = cf_vfma(cf_vbcast(2.0f), d, b);
+    o[2 * st_out] = cf_vfma(cf_vbcast(4.0f), c, a);
+    o[3 * st_out] = cf_vadd(cf_vfma(cf_vbcast(8.0f), d, b), m[5 * st_in]);
+}
+
+/* Lane coordinates of tile group g: image, tile row, tile column; mask of real tiles. */
+typedef struct wg_lanes {
+    int32_t n[CF_VL], ty[CF_VL], tx[CF_VL];
+    unsigned mask;
+} wg_lanes;
+
+static wg_lanes wg_lanes_of(const cf_wg_job *j, int64_t g)
+{
+    wg_lanes L = {.mask = 0};
+    int64_t per_image = j->tiles_h * j->tiles_w;
+    for (int l = 0; l < CF_VL; l++) {
+        int64_t t = g * CF_VL + l;
+        bool real = t < j->ntiles;
+        int64_t tt = real ? t : 0;
+        L.n[l] = (int32_t)(tt / per_image);
+        L.ty[l] = (int32_t)(tt % per_image / j->tiles_w);
+        L.tx[l] = (int32_t)(tt % j->tiles_w);
+        L.mask |= (unsigned)real << l;
+    }
+    return L;
+}
+
+WG_INLINE void wg_input(const cf_wg_job *j, size_t task, const int mt)
+{
+    const int alpha = mt + 2;
+    const cf_problem *p = j->p;
+    int64_t groups = (j->ntiles + CF_VL - 1) / CF_VL;
+    int64_t c = (int64_t)task / groups, g = (int64_t)task % groups;
+    wg_lanes L = wg_lanes_of(j, g);
+    int32_t idx[CF_VL];
+    for (int l = 0; l < CF_VL; l++)
+        idx[l] = (int32_t)((L.n[l] * p->c * j->hp + L.ty[l] * mt) * j->wp + L.tx[l] * mt);
+    const float *base = j->xpad + c * j->hp * j->wp;
+
+    cf_vf d[WG_MAX_ALPHA * WG_MAX_ALPHA], t[WG_MAX_ALPHA * WG_MAX_ALPHA];
+#pragma GCC unroll 6
+    for (int r = 0; r < alpha; r++)
+#pragma GCC unroll 6
+        for (int q = 0; q < alpha; q++)
+            d[r * alpha + q] = cf_vgather(base, (int32_t)(r * j->wp + q), idx, L.mask);
+#pragma GCC unroll 6
+    for (int q = 0; q < alpha; q++)
+        wg_in_1d(mt, d + q, t + q, alpha); /* columns */
+#pragma GCC unroll 6
+    for (int r = 0; r < alpha; r++)
+        wg_in_1d(mt, t + r * alpha, d + r * alpha, 1); /* rows */
+
+    int64_t t0 = g * CF_VL;
+    float *dst = j->v + (size_t)((t0 / j->nr) * p->c * j->nr + c * j->nr + t0 % j->nr);
+#pragma GCC unroll 36
+    for (int pos = 0; pos < alpha * alpha; pos++)
+        cf_vstore(dst + pos * j->v_pos, d[pos]);
+}
+
+WG_INLINE void wg_output(const cf_wg_job *j, size_t task, const int mt)
+{
+    const int alpha = mt + 2;
+    const cf_problem *p = j->p;
+    int64_t groups = (j->ntiles + CF_VL - 1) / CF_VL;
+    int64_t k = (int64_t)task / groups, g = (int64_t)task % groups;
+    wg_lanes L = wg_lanes_of(j, g);
+    int64_t oh = p->out[0], ow = p->out[1];
+    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    /* Element steps in Y between rows and columns, and each lane's tile origin. */
+    int64_t rstep = nhwc ? ow * p->m : ow, cstep = nhwc ? p->m : 1;
+    int32_t idx[CF_VL];
+    for (int l = 0; l < CF_VL; l++) {
+        int64_t pix = (int64_t)L.ty[l] * mt * ow + (int64_t)L.tx[l] * mt;
+        idx[l] = (int32_t)(nhwc ? ((int64_t)L.n[l] * p->out_sp + pix) * p->m
+                                : (int64_t)L.n[l] * p->m * p->out_sp + pix);
+    }
+    size_t kbase = (size_t)(nhwc ? k : k * p->out_sp);
+
+    const float *src = j->mo + (size_t)(k * j->ldm + g * CF_VL);
+    cf_vf m[WG_MAX_ALPHA * WG_MAX_ALPHA], t[WG_MAX_ALPHA * 4], y[16];
+#pragma GCC unroll 36
+    for (int pos = 0; pos < alpha * alpha; pos++)
+        m[pos] = cf_vload(src + pos * j->mo_pos);
+#pragma GCC unroll 6
+    for (int q = 0; q < alpha; q++)
+        wg_out_1d(mt, m + q, t + q, alpha, alpha); /* columns: t is mt x alpha */
+#pragma GCC unroll 4
+    for (int r = 0; r < mt; r++)
+        wg_out_1d(mt, t + r * alpha, y + r * mt, 1, 1); /* rows */
+
+    cf_vf bias = cf_vbcast(j->b ? j->b[k] : 0.0f);
+#pragma GCC unroll 4
+    for (int r = 0; r < mt; r++) {
+#pragma GCC unroll 4
+        for (int q = 0; q < mt; q++) {
+            unsigned mask = 0;
+            for (int l = 0; l < CF_VL; l++)
+                mask |= (unsigned)((int64_t)L.ty[l] * mt + r < oh &&
+                                   (int64_t)L.tx[l] * mt + q < ow) << l;
+            mask &= L.mask;
+            size_t off = kbase + (size_t)(r * rstep + q * cstep);
+            cf_vf v = cf_vadd(y[r * mt + q], bias);
+            if (j->z)
+                v = cf_vadd(v, cf_vgather(j->z, (int32_t)off, idx, mask));
+            cf_vscatter(j->y + off, idx, cf_vactivate(v, p->act, p->alpha, p->beta), mask);
+        }
+    }
+}
+
+static void wg2_input(const cf_wg_job *j, size_t task) { wg_input(j, task, 2); }
+static void wg4_input(const cf_wg_job *j, size_t task) { wg_input(j, task, 4); }
+static void wg2_output(const cf_wg_job *j, size_t task) { wg_output(j, task, 2); }
+static void wg4_output(const cf_wg_job *j, size_t task) { wg_output(j, task, 4); }
+
+const cf_wg_kernels CF_SIMD_SYM(cf_wg2) = {.vl = CF_VL, .input = wg2_input, .output = wg2_output};
+const cf_wg_kernels CF_SIMD_SYM(cf_wg4) = {.vl = CF_VL, .input = wg4_input, .output = wg4_output};

@@ -1,0 +1,33 @@
+/*
+ * algos.h - the candidate list Find, plans and fallbacks draw from.
+ *
+ * Normally this is the build's registry (core/algo.h).  Tests can substitute a list of
+ * their own (fake algorithms that fail, are wrong, or need workspace) through
+ * cf_algos_override(); it is compiled into the library but inert until a test calls it.
+ */
+#ifndef CONVFIND_FIND_ALGOS_H
+#define CONVFIND_FIND_ALGOS_H
+
+#include "core/algo.h"
+
+/* The current candidate list (the registry unless overridden).  Thread-safe. */
+const cf_algo *const *cf_algos(int *count);
+
+/* The candidate named `name` in the current list, or NULL. */
+const cf_algo *cf_algos_find(const char *name);
+
+/* Its position in the current list (the heuristic's preference order), or -1. */
+int cf_algos_index(const cf_algo *algo);
+
+/* Test only: replaces the list (NULL restores the registry).  `list` must outlive its
+ * use and must end with the reference.  Not to be called while contexts are in use. */
+void cf_algos_override(const cf_algo *const *list, int count);
+
+/* Workspace of `algo` for `p` (0 when it declares none), or CONVFIND_ERR_OVERFLOW. */
+convfind_status cf_algo_workspace(const cf_algo *algo, const cf_problem *p, size_t *bytes);
+
+/* True when `algo` runs `p` with a workspace within `limit` (0: unlimited); *workspace
+ * receives the bytes. */
+bool cf_algo_usable(const cf_algo *algo, const cf_problem *p, size_t limit, size_t *workspace);
+
+#endif /* CONVFIND_FIND_ALGOS_H */

@@ -1,0 +1,81 @@
+/*
+ * api.c - the public Find entry points: convfind_find and convfind_problem_key.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "find/algos.h"
+#include "find/policy.h"
+#include "util/error.h"
+
+size_t convfind_problem_key(const convfind_context *ctx, const convfind_problem *problem,
+                            char *buf, size_t size)
+{
+    cf_clear_error();
+    cf_key key;
+    if (!ctx || !problem || cf_context_key(ctx, problem, &key) != CONVFIND_OK)
+        return 0;
+    if (buf && size)
+        snprintf(buf, size, "%s", key.text);
+    return key.len;
+}
+
+/* The entry's newest decision, measured now unless it already was. */
+static const cf_cache_entry *measured(convfind_context *ctx, const cf_problem *p,
+                                      cf_cache_entry *e, convfind_status *st)
+{
+    const cf_cache_entry *latest = cf_cache_latest(e);
+    if (latest->source == CF_SOURCE_MEASURED)
+        return latest;
+    cf_find_config cfg;
+    cf_context_find_config(ctx, latest->decision.algo, NULL, &cfg);
+    cf_decision d;
+    if ((*st = cf_context_measure(ctx, p, &cfg, &d)) != CONVFIND_OK)
+        return NULL;
+    const char *key = e->key.text;
+    cf_db_store(ctx->db, &key, &d, 1);
+    cf_cache_replace(ctx->cache, e, &d, CF_SOURCE_MEASURED);
+    return cf_cache_latest(e);
+}
+
+static void export_result(const cf_candidate_stats *c, convfind_find_result *r)
+{
+    const cf_algo *a = cf_algos_find(c->algo);
+    memset(r, 0, sizeof *r);
+    r->algorithm = a ? a->name : "unknown";
+    r->status = (convfind_candidate_status)c->status;
+    r->median_ms = c->median_ms;
+    r->min_ms = c->min_ms;
+    r->spread = c->spread;
+    r->repeats = c->repeats;
+    r->workspace_bytes = c->workspace_bytes;
+    r->validated = c->validated;
+}
+
+convfind_status convfind_find(convfind_context *ctx, const convfind_problem *problem,
+                              convfind_find_result *results, int capacity, int *count)
+{
+    cf_clear_error();
+    if (!ctx || !problem || !count || (!results && capacity > 0))
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL",
+                       !ctx ? "context" : !problem ? "problem" : !count ? "count" : "results");
+    if (capacity < 0)
+        return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "capacity = %d is negative", capacity);
+    *count = 0;
+    cf_key key;
+    cf_cache_entry *e;
+    convfind_status st = cf_context_key(ctx, problem, &key);
+    if (st != CONVFIND_OK ||
+        (st = cf_decision_get(ctx, problem, &key, CONVFIND_FIND_EXHAUSTIVE, &e)) != CONVFIND_OK)
+        return st;
+    const cf_cache_entry *m = measured(ctx, problem, e, &st);
+    if (m) {
+        const cf_decision *d = &m->decision;
+        for (int i = 0; i < d->n_candidates && i < capacity; i++)
+            export_result(&d->candidates[i], &results[i]);
+        *count = d->n_candidates;
+    }
+    cf_cache_release(e);
+    return st;
+}

@@ -1,0 +1,35 @@
+/*
+ * policy.h - how a context gets the decision for a key: cache, then its find policy.
+ *
+ * This is the one place where the find database joins the flow (DESIGN.md data flow:
+ * problem -> key -> decision cache -> (miss: find -> db) -> decision).  In
+ * cf_decision_obtain, per policy:
+ *
+ *   HEURISTIC   the heuristic choice.
+ *   REPLAY      a stored decision, else the heuristic choice; never measures.
+ *   HYBRID      a stored decision, else Find (then store it).
+ *   EXHAUSTIVE  Find (then store it).
+ *   DEFERRED    the heuristic choice, marked provisional; the background tuner measures.
+ *
+ * Until src/db/ is wired in, "stored" never finds anything, so REPLAY behaves as
+ * HEURISTIC and HYBRID as EXHAUSTIVE, both with the memory cache.  The database's
+ * lookup, lease (around Find) and store belong in cf_decision_obtain and nowhere else.
+ */
+#ifndef CONVFIND_FIND_POLICY_H
+#define CONVFIND_FIND_POLICY_H
+
+#include "core/context.h"
+
+/* Obtains a decision for `p` (key `key`) under `policy`; sets its source and whether it
+ * is provisional.  On success `out` owns its candidates.  Thread-safe; runs no lock. */
+convfind_status cf_decision_obtain(convfind_context *ctx, const cf_problem *p, const cf_key *key,
+                                   convfind_find_policy policy, cf_decision *out,
+                                   cf_source *source, bool *provisional);
+
+/* The cache entry holding the decision for `p`: a hit, the result of a concurrent
+ * caller's Find, or obtained now under `policy` and published.  Returns a reference
+ * (cf_cache_release it).  Thread-safe. */
+convfind_status cf_decision_get(convfind_context *ctx, const cf_problem *p, const cf_key *key,
+                                convfind_find_policy policy, cf_cache_entry **out);
+
+#endif /* CONVFIND_FIND_POLICY_H */

@@ -1,0 +1,343 @@
+/*
+ * test_cpu_algos_gemm.c - differential tests of the GEMM algorithms (cpu.gemm_1x1,
+ * cpu.im2col_gemm, cpu.convtranspose_gemm) against cpu.reference, at every ISA level
+ * this machine has (cf_isa_force).
+ *
+ * Each algorithm runs a few hundred random small problems per level: 1-D to 3-D, odd
+ * channel counts and groups, strides, dilations, asymmetric pads, ConvTranspose output
+ * padding and output_shape (negative pads), NCHW and NHWC, bias, residual, every
+ * activation, with and without packed weights (packed at the machine's level, so a
+ * forced lower level also exercises the repack path), with and without a thread pool.
+ *
+ * Error bound per output (family "gemm": fp32 sums of L products in blocked order):
+ *     |y - ref| <= 2 * (L + 2) * u * mag + 4 * u * max(1, |ref|)
+ * with u = 2^-24, L = input channels per group x kernel taps, and mag the same
+ * convolution of |x|, |w|, |b|, |z| without activation (computed by the reference in
+ * double).  (L + 2) u mag bounds any summation order of L products plus bias and
+ * residual; the factor 2 leaves room for ConvTranspose summing partial sums; the second
+ * term covers the final rounding and the (1-Lipschitz) activation.  A dropped tap or
+ * channel moves an output by about mag / L, far above the bound.
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "core/algo.h"
+#include "cpu/isa.h"
+#include "problem/problem.h"
+#include "util/threadpool.h"
+
+extern const cf_algo cf_algo_cpu_reference;
+
+#define PROBLEMS_PER_LEVEL 200
+
+static uint64_t rng_s = 0x2545f4914f6cdd1dull;
+
+static uint32_t rnd(void)
+{
+    rng_s = rng_s * 6364136223846793005ull + 1442695040888963407ull;
+    return (uint32_t)(rng_s >> 33);
+}
+
+static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1)); }
+
+static float *rand_floats(size_t count)
+{
+    float *v = malloc((count ? count : 1) * sizeof *v);
+    assert_non_null(v);
+    for (size_t i = 0; i < count; i++)
+        v[i] = (float)(rnd() & 0xffff) / 32768.0f - 1.0f;
+    return v;
+}
+
+static float *abs_of(const float *v, size_t count)
+{
+    float *a = malloc((count ? count : 1) * sizeof *a);
+    assert_non_null(a);
+    for (size_t i = 0; i < count; i++)
+        a[i] = fabsf(v[i]);
+    return a;
+}
+
+typedef enum gen_kind { GEN_1X1, GEN_CONV, GEN_CONVT } gen_kind;
+
+/* Fills a random description of the kind; returns NULL when problem validation rejects
+ * it (only ConvTranspose's random output_shape can make that happen). */
+static convfind_problem *random_problem(gen_kind kind, convfind_conv_desc *d)
+{
+    convfind_conv_desc_init(d);
+    int nsp = (int)rnd_in(1, 10);
+    nsp = nsp <= 6 ? 2 : nsp <= 9 ? 1 : 3;
+    d->op = kind == GEN_CONVT ? CONVFIND_OP_CONV_TRANSPOSE : CONVFIND_OP_CONV;
+    d->layout = rnd() % 2 ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
+    d->x_rank = d->w_rank = nsp + 2;
+    int64_t g = rnd() % 4 == 0 ? rnd_in(2, 3) : 1;
+    int64_t cg = rnd_in(1, 13), mg = rnd() % 3 == 0 ? rnd_in(17, 45) : rnd_in(1, 12);
+    d->group = g;
+    d->x_dims[0] = rnd_in(1, 2);
+    d->x_dims[1] = cg * g;
+    d->w_dims[0] = kind == GEN_CONVT ? cg * g : mg * g;
+    d->w_dims[1] = kind == GEN_CONVT ? mg : cg;
+    d->strides.count = d->dilations.count = nsp;
+    d->pads.count = 2 * nsp;
+    int64_t max_in = nsp == 1 ? 70 : nsp == 2 ? 13 : 5;
+    for (int a = 0; a < nsp; a++) {
+        int64_t k = kind == GEN_1X1 ? 1 : rnd_in(1, nsp == 3 ? 3 : 4);
+        int64_t s = rnd_in(1, 3), dil = kind == GEN_1X1 ? 1 : rnd_in(1, 2);
+        int64_t ext = (k - 1) * dil + 1;
+        d->w_dims[2 + a] = k;
+        d->strides.v[a] = s;
+        d->dilations.v[a] = dil;
+        if (kind == GEN_CONV) {
+            d->pads.v[a] = rnd_in(0, ext - 1);
+            d->pads.v[nsp + a] = rnd_in(0, ext - 1);
+        } else if (kind == GEN_CONVT) {
+            d->pads.v[a] = rnd_in(0, ext - 1) / 2;
+            d->pads.v[nsp + a] = rnd_in(0, ext - 1) / 2;
+        }
+        int64_t lo = ext - d->pads.v[a] - d->pads.v[nsp + a];
+        d->x_dims[2 + a] = rnd_in(lo > 1 ? lo : 1, (lo > 1 ? lo : 1) + max_in);
+    }
+    if (kind == GEN_CONVT) {
+        int variant = (int)(rnd() % 3);
+        if (variant == 1) { /* output_padding, which must stay below stride or dilation */
+            d->output_padding.count = nsp;
+            for (int a = 0; a < nsp; a++) {
+                int64_t lim = d->strides.v[a] > d->dilations.v[a] ? d->strides.v[a]
+                                                                  : d->dilations.v[a];
+                d->output_padding.v[a] = rnd_in(0, lim - 1);
+            }
+        } else if (variant == 2) { /* output_shape beyond the natural size: negative pads */
+            d->output_shape.count = nsp;
+            d->pads.count = 0;
+            for (int a = 0; a < nsp; a++) {
+                int64_t ext = (d->w_dims[2 + a] - 1) * d->dilations.v[a] + 1;
+                d->output_shape.v[a] =
+                    d->strides.v[a] * (d->x_dims[2 + a] - 1) + ext + rnd_in(0, 3);
+            }
+        }
+    }
+    d->has_bias = rnd() % 2;
+    d->has_residual = rnd() % 3 == 0;
+    d->activation = (convfind_activation)rnd_in(0, 6);
+    d->alpha = d->activation == CONVFIND_ACT_CLIP ? -0.5f : 0.2f;
+    d->beta = d->activation == CONVFIND_ACT_CLIP ? 0.75f : 0.5f;
+    convfind_problem *p = NULL;
+    if (convfind_problem_create(d, &p) != CONVFIND_OK)
+        return NULL;
+    return p;
+}
+
+static void *alloc_ws(const cf_algo *algo, const cf_problem *p, size_t *bytes)
+{
+    assert_int_equal(algo->workspace(p, bytes), CONVFIND_OK);
+    if (*bytes == 0)
+        return NULL;
+    void *ws = aligned_alloc(64, (*bytes + 63) / 64 * 64);
+    assert_non_null(ws);
+    return ws;
+}
+
+/* Runs `algo` on one problem and checks it against the reference. */
+static void check_problem(const cf_algo *algo, const cf_problem *p, cf_threadpool *pool,
+                          bool use_packed)
+{
+    const size_t xn = p->x_elems, wn = p->w_elems, yn = p->y_elems, bn = (size_t)p->m;
+    float *x = rand_floats(xn), *w = rand_floats(wn), *b = p->has_bias ? rand_floats(bn) : NULL;
+    float *z = p->has_residual ? rand_floats(yn) : NULL;
+    float *y = rand_floats(yn), *ref = malloc(yn * sizeof *ref), *mag = malloc(yn * sizeof *mag);
+    assert_non_null(ref);
+    assert_non_null(mag);
+
+    cf_exec_args ra = {.x = x, .w = w, .b = b, .z = z, .y = ref};
+    assert_int_equal(cf_algo_cpu_reference.execute(p, NULL, &ra), CONVFIND_OK);
+    float *ax = abs_of(x, xn), *aw = abs_of(w, wn), *ab = b ? abs_of(b, bn) : NULL;
+    float *az = z ? abs_of(z, yn) : NULL;
+    cf_problem pm = *p;
+    pm.act = CONVFIND_ACT_NONE;
+    cf_exec_args ma = {.x = ax, .w = aw, .b = ab, .z = az, .y = mag};
+    assert_int_equal(cf_algo_cpu_reference.execute(&pm, NULL, &ma), CONVFIND_OK);
+
+    size_t ws_bytes = 0;
+    void *ws = alloc_ws(algo, p, &ws_bytes);
+    /* Packed weights made for these w (the caller's contract) when asked for. */
+    void *pk = NULL;
+    if (use_packed)
+        assert_int_equal(algo->pack_weights(p, NULL, w, &pk), CONVFIND_OK);
+    cf_exec_args a = {.x = x, .w = w, .b = b, .z = z, .y = y, .packed_w = pk,
+                      .workspace = ws, .workspace_size = ws_bytes, .pool = pool};
+    assert_int_equal(algo->execute(p, NULL, &a), CONVFIND_OK);
+
+    const double u = 1.0 / 16777216.0;
+    const double L = (double)(cf_cin_per_group(p) * p->k_sp);
+    for (size_t i = 0; i < yn; i++) {
+        double bound = 2.0 * (L + 2.0) * u * mag[i] + 4.0 * u * fmax(1.0, fabs(ref[i]));
+        if (!(fabs((double)y[i] - (double)ref[i]) <= bound)) {
+            char desc[256];
+            convfind_problem_describe(p, desc, sizeof desc);
+            fail_msg("%s at %s (packed %d, pool %d): y[%zu] = %.9g, reference %.9g, bound %.3g\n"
+                     "  problem: %s", algo->name, cf_isa_name(cf_isa_active()), pk != NULL,
+                     pool != NULL, i, y[i], ref[i], bound, desc);
+        }
+    }
+    if (pk != NULL)
+        algo->free_packed(pk);
+    free(ws);
+    free(x); free(w); free(b); free(z); free(y); free(ref); free(mag);
+    free(ax); free(aw); free(ab); free(az);
+}
+
+static void run_family(const char *name, gen_kind kind)
+{
+    const cf_algo *algo = cf_registry_find(name);
+    assert_non_null(algo);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    int checked = 0, negative_pads = 0;
+    for (int level = 0; level <= (int)cf_isa_machine(); level++) {
+        for (int i = 0; i < PROBLEMS_PER_LEVEL; i++) {
+            assert_int_equal(cf_isa_force(cf_isa_machine()), CONVFIND_OK);
+            convfind_conv_desc d;
+            convfind_problem *p = random_problem(kind, &d);
+            if (p == NULL)
+                continue;
+            if (!algo->applicable(p)) {
+                char desc[256];
+                convfind_problem_describe(p, desc, sizeof desc);
+                fail_msg("%s not applicable to generated problem %s", name, desc);
+            }
+            /* Packed at the machine's level, executed at `level`. */
+            assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+            check_problem(algo, p, i % 3 == 0 ? NULL : pool, i % 2 == 0);
+            for (int a = 0; a < p->nsp; a++)
+                if (p->pad_begin[a] < 0 || p->pad_end[a] < 0) {
+                    negative_pads++;
+                    break;
+                }
+            convfind_problem_destroy(p);
+            checked++;
+        }
+    }
+    cf_isa_unforce();
+    cf_threadpool_destroy(pool);
+    /* output_shape rejections are rare; nearly every problem must have been checked. */
+    assert_true(checked >= PROBLEMS_PER_LEVEL * ((int)cf_isa_machine() + 1) * 3 / 4);
+    /* ConvTranspose's output_shape variant must really have produced negative pads. */
+    if (kind == GEN_CONVT)
+        assert_true(negative_pads > 0);
+}
+
+static void test_gemm_1x1(void **state)
+{
+    (void)state;
+    run_family("cpu.gemm_1x1", GEN_1X1);
+}
+
+static void test_im2col_gemm(void **state)
+{
+    (void)state;
+    run_family("cpu.im2col_gemm", GEN_CONV);
+}
+
+static void test_convtranspose_gemm(void **state)
+{
+    (void)state;
+    run_family("cpu.convtranspose_gemm", GEN_CONVT);
+}
+
+/* Applicability: each algorithm takes exactly its kind of problem. */
+static void test_applicability(void **state)
+{
+    (void)state;
+    const cf_algo *g11 = cf_registry_find("cpu.gemm_1x1");
+    const cf_algo *i2c = cf_registry_find("cpu.im2col_gemm");
+    const cf_algo *ct = cf_registry_find("cpu.convtranspose_gemm");
+    assert_non_null(g11);
+    assert_non_null(i2c);
+    assert_non_null(ct);
+    convfind_conv_desc d;
+    for (int i = 0; i < 50; i++) {
+        convfind_problem *p = random_problem(GEN_CONV, &d);
+        assert_non_null(p);
+        bool is_1x1 = p->k_sp == 1;
+        for (int a = 0; a < p->nsp; a++)
+            is_1x1 = is_1x1 && p->pad_begin[a] == 0 && p->pad_end[a] == 0;
+        assert_int_equal(g11->applicable(p), is_1x1);
+        assert_true(i2c->applicable(p));
+        assert_false(ct->applicable(p));
+        convfind_problem_destroy(p);
+        p = random_problem(GEN_CONVT, &d);
+        if (p != NULL) {
+            assert_false(g11->applicable(p));
+            assert_false(i2c->applicable(p));
+            assert_true(ct->applicable(p));
+            convfind_problem_destroy(p);
+        }
+    }
+    convfind_problem *p = random_problem(GEN_CONV, &d);
+    convfind_problem_destroy(p);
+    p = NULL;
+    d.dtype = CONVFIND_DTYPE_F16;
+    if (convfind_problem_create(&d, &p) == CONVFIND_OK) {
+        assert_false(i2c->applicable(p));
+        convfind_problem_destroy(p);
+    }
+}
+
+/* A workspace that is too small is an error before anything is written; a size that
+ * does not fit in size_t is reported as overflow. */
+static void test_errors(void **state)
+{
+    (void)state;
+    const char *names[] = {"cpu.im2col_gemm", "cpu.convtranspose_gemm"};
+    gen_kind kinds[] = {GEN_CONV, GEN_CONVT};
+    for (int f = 0; f < 2; f++) {
+        const cf_algo *algo = cf_registry_find(names[f]);
+        convfind_conv_desc d;
+        convfind_problem *p = NULL;
+        while (p == NULL)
+            p = random_problem(kinds[f], &d);
+        size_t bytes = 0;
+        void *ws = alloc_ws(algo, p, &bytes);
+        assert_true(bytes > 64);
+        float *x = rand_floats(p->x_elems), *w = rand_floats(p->w_elems);
+        float *b = rand_floats((size_t)p->m), *z = rand_floats(p->y_elems);
+        float *y = calloc(p->y_elems, sizeof *y);
+        assert_non_null(y);
+        cf_exec_args a = {.x = x, .w = w, .b = b, .z = z, .y = y, .workspace = ws,
+                          .workspace_size = bytes - 64};
+        assert_int_equal(algo->execute(p, NULL, &a), CONVFIND_ERR_INVALID_SHAPE);
+        a.workspace_size = bytes;
+        a.x = NULL;
+        assert_int_equal(algo->execute(p, NULL, &a), CONVFIND_ERR_NULL_POINTER);
+        for (size_t i = 0; i < p->y_elems; i++)
+            assert_true(y[i] == 0.0f);
+        free(ws); free(x); free(w); free(b); free(z); free(y);
+
+        cf_problem huge = *p;
+        huge.group = 1;
+        huge.c = huge.m = (int64_t)1 << 40;
+        huge.k_sp = (int64_t)1 << 20;
+        huge.in_sp = huge.out_sp = (int64_t)1 << 30;
+        assert_int_equal(algo->workspace(&huge, &bytes), CONVFIND_ERR_OVERFLOW);
+        convfind_problem_destroy(p);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_applicability),
+        cmocka_unit_test(test_errors),
+        cmocka_unit_test(test_gemm_1x1),
+        cmocka_unit_test(test_im2col_gemm),
+        cmocka_unit_test(test_convtranspose_gemm),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,314 @@
+/*
+ * test_sgemm.c - convfind's SGEMM against a naive double-precision triple loop.
+ *
+ * Every ISA level this machine supports is forced in turn (cf_isa_force), so the
+ * portable, AVX2 and AVX-512 microkernels are all checked here.  Sizes cover every
+ * edge case of the register blocks (1..67 in M, N and K around MR, NR multiples) and a
+ * K long enough to be sliced by the KC blocking; operands are taken plain and
+ * transposed (strides), C plain and strided, with and without every epilogue part.
+ * Bound per element: |got - want| <= 1e-4 * sum_k |a*b| + 1e-6 (fp32 accumulation of
+ * at most a few hundred terms is well inside it; a wrong element is not).
+ */
+#include <math.h>
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "cpu/epilogue.h"
+#include "cpu/gemm/sgemm.h"
+#include "cpu/isa.h"
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
+
+static float frand(void)
+{
+    rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
+    return (float)((rng_state >> 40) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static float *rand_buf(size_t n)
+{
+    float *p = malloc((n ? n : 1) * sizeof(float));
+    assert_non_null(p);
+    for (size_t i = 0; i < n; i++)
+        p[i] = frand();
+    return p;
+}
+
+typedef struct gemm_case {
+    size_t m, n, k;
+    bool trans_a, trans_b, strided_c, accumulate, bias, bias_per_col, residual;
+    convfind_activation act;
+} gemm_case;
+
+/* Runs one case at the active ISA level on `pool` and checks every element of C
+ * (including that elements between strided C's columns are untouched). */
+static void check_case(const gemm_case *t, cf_threadpool *pool)
+{
+    const size_t m = t->m, n = t->n, k = t->k;
+    float *a = rand_buf(m * k), *b = rand_buf(k * n);
+    ptrdiff_t rs_a = t->trans_a ? 1 : (ptrdiff_t)k, cs_a = t->trans_a ? (ptrdiff_t)m : 1;
+    ptrdiff_t rs_b = t->trans_b ? 1 : (ptrdiff_t)n, cs_b = t->trans_b ? (ptrdiff_t)k : 1;
+    size_t cstride = t->strided_c ? 2 : 1; /* strided C: every other float is a guard */
+    size_t c_len = m * n * cstride;
+    float *c = rand_buf(c_len), *c0 = malloc(c_len * sizeof(float));
+    assert_non_null(c0);
+    memcpy(c0, c, c_len * sizeof(float));
+    float *bias = rand_buf(t->bias_per_col ? n : m), *z = rand_buf(m * n);
+
+    cf_sgemm_epilogue ep = {.accumulate = t->accumulate, .act = t->act,
+                            .alpha = 0.1f, .beta = 0.6f};
+    if (t->act == CONVFIND_ACT_CLIP) {
+        ep.alpha = -0.5f;
+        ep.beta = 0.5f;
+    }
+    if (t->act == CONVFIND_ACT_HARD_SIGMOID) {
+        ep.alpha = 0.2f;
+        ep.beta = 0.5f;
+    }
+    if (t->bias) {
+        ep.bias = bias;
+        ep.bias_per_col = t->bias_per_col;
+    }
+    if (t->residual) {
+        ep.z = z;
+        ep.rs_z = (ptrdiff_t)n;
+        ep.cs_z = 1;
+    }
+    size_t ws_bytes = 0;
+    assert_int_equal(cf_sgemm_workspace(cf_isa_active(), m, n, k, &ws_bytes), CONVFIND_OK);
+    void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) / 64 * 64) : NULL;
+    ptrdiff_t rs_c = (ptrdiff_t)(n * cstride), cs_c = (ptrdiff_t)cstride;
+    assert_int_equal(cf_sgemm(cf_isa_active(), m, n, k, a, rs_a, cs_a, b, rs_b, cs_b, c, rs_c,
+                              cs_c, &ep, ws, ws_bytes, pool),
+                     CONVFIND_OK);
+
+    for (size_t i = 0; i < m; i++) {
+        for (size_t j = 0; j < n; j++) {
+            double sum = 0.0, mag = 0.0;
+            for (size_t kk = 0; kk < k; kk++) {
+                double p = (double)a[(ptrdiff_t)i * rs_a + (ptrdiff_t)kk * cs_a] *
+                           (double)b[(ptrdiff_t)kk * rs_b + (ptrdiff_t)j * cs_b];
+                sum += p;
+                mag += fabs(p);
+            }
+            size_t ci = i * (size_t)rs_c + j * (size_t)cs_c;
+            if (t->accumulate) {
+                sum += c0[ci];
+                mag += fabs(c0[ci]);
+            }
+            if (t->bias)
+                sum += t->bias_per_col ? bias[j] : bias[i];
+            if (t->residual)
+                sum += z[i * n + j];
+            float want = cf_activate((float)sum, t->act, ep.alpha, ep.beta);
+            float got = c[ci];
+            double bound = 1e-4 * (mag + 1.0) + 1e-6;
+            if (!(fabs((double)got - (double)want) <= bound))
+                fail_msg("isa %s m=%zu n=%zu k=%zu ta=%d tb=%d sc=%d acc=%d bias=%d/%d z=%d "
+                         "act=%d: C[%zu][%zu] = %.8g, want %.8g",
+                         cf_isa_name(cf_isa_active()), m, n, k, t->trans_a, t->trans_b,
+                         t->strided_c, t->accumulate, t->bias, t->bias_per_col, t->residual,
+                         (int)t->act, i, j, got, want);
+            if (t->strided_c)
+                assert_true(c[ci + 1] == c0[ci + 1]);
+        }
+    }
+    free(ws);
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+    free(bias);
+    free(z);
+}
+
+/* Every level the machine supports, the active one last restored by cf_isa_unforce. */
+static void for_each_level(void (*body)(cf_threadpool *pool), cf_threadpool *pool)
+{
+    for (int level = 0; level <= (int)cf_isa_machine(); level++) {
+        assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+        assert_int_equal(cf_isa_active(), level);
+        assert_true(cf_sgemm_kernel_for((cf_isa)level)->isa <= (cf_isa)level);
+        body(pool);
+    }
+    cf_isa_unforce();
+}
+
+static const size_t edge_sizes[] = {1, 2, 3, 5, 6, 7, 8, 9, 13, 16, 17, 31, 32, 33, 48, 67};
+#define N_EDGE (sizeof edge_sizes / sizeof edge_sizes[0])
+
+static void sizes_body(cf_threadpool *pool)
+{
+    static const size_t ks[] = {1, 2, 7, 16, 33, 67};
+    for (size_t im = 0; im < N_EDGE; im++)
+        for (size_t in = 0; in < N_EDGE; in++)
+            for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++) {
+                if ((im + in + ik) % 3 != 0) /* a third of the cube keeps the test fast */
+                    continue;
+                gemm_case t = {.m = edge_sizes[im], .n = edge_sizes[in], .k = ks[ik]};
+                check_case(&t, pool);
+            }
+}
+
+static void test_sizes_every_isa(void **state)
+{
+    (void)state;
+    for_each_level(sizes_body, NULL);
+}
+
+static void all_dims_body(cf_threadpool *pool)
+{
+    /* Every M, N and K from 1 to 67 at least once (with the other two varying). */
+    for (size_t s = 1; s <= 67; s++) {
+        gemm_case t1 = {.m = s, .n = 67 - s + 1, .k = 1 + (s * 7) % 67};
+        gemm_case t2 = {.m = 1 + (s * 5) % 67, .n = s, .k = 68 - s};
+        check_case(&t1, pool);
+        check_case(&t2, pool);
+    }
+}
+
+static void test_every_dim_1_to_67(void **state)
+{
+    (void)state;
+    for_each_level(all_dims_body, NULL);
+}
+
+static void variants_body(cf_threadpool *pool)
+{
+    static const convfind_activation acts[] = {
+        CONVFIND_ACT_NONE, CONVFIND_ACT_RELU, CONVFIND_ACT_LEAKY_RELU, CONVFIND_ACT_CLIP,
+        CONVFIND_ACT_SIGMOID, CONVFIND_ACT_TANH, CONVFIND_ACT_HARD_SIGMOID};
+    int v = 0;
+    for (int ta = 0; ta < 2; ta++)
+        for (int tb = 0; tb < 2; tb++)
+            for (size_t ia = 0; ia < sizeof acts / sizeof acts[0]; ia++, v++) {
+                /* Full tiles (48 x 64) and ragged ones (19 x 37) for every variant. */
+                gemm_case t = {.m = v % 2 ? 19 : 48, .n = v % 2 ? 37 : 64, .k = 23,
+                               .trans_a = ta, .trans_b = tb, .strided_c = v % 3 == 0,
+                               .accumulate = v % 4 == 1, .bias = v % 5 != 4,
+                               .bias_per_col = v % 2 == 0, .residual = v % 3 != 1,
+                               .act = acts[ia]};
+                check_case(&t, pool);
+                t.m = 16;
+                t.n = 32;
+                t.strided_c = false;
+                check_case(&t, pool);
+            }
+}
+
+static void test_transposes_and_epilogues(void **state)
+{
+    (void)state;
+    for_each_level(variants_body, NULL);
+}
+
+static void long_k_body(cf_threadpool *pool)
+{
+    /* K beyond one KC slice: slices accumulate into C, the epilogue runs once. */
+    gemm_case t = {.m = 40, .n = 70, .k = 1500, .bias = true, .residual = true,
+                   .act = CONVFIND_ACT_RELU};
+    check_case(&t, pool);
+    gemm_case t2 = {.m = 9, .n = 33, .k = 777, .accumulate = true, .bias = true,
+                    .bias_per_col = true, .act = CONVFIND_ACT_TANH};
+    check_case(&t2, pool);
+}
+
+static void test_long_k_sliced(void **state)
+{
+    (void)state;
+    for_each_level(long_k_body, NULL);
+}
+
+static void test_threaded(void **state)
+{
+    (void)state;
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(3, &pool), CONVFIND_OK);
+    for_each_level(long_k_body, pool);
+    gemm_case t = {.m = 200, .n = 301, .k = 64, .bias = true, .act = CONVFIND_ACT_CLIP};
+    check_case(&t, pool);
+    cf_threadpool_destroy(pool);
+}
+
+static void test_k_zero_applies_epilogue(void **state)
+{
+    (void)state;
+    float c[6] = {1, 2, 3, 4, 5, 6};
+    float bias[2] = {10, -20};
+    cf_sgemm_epilogue ep = {.accumulate = true, .bias = bias, .act = CONVFIND_ACT_RELU};
+    assert_int_equal(cf_sgemm(cf_isa_active(), 2, 3, 0, NULL, 0, 0, NULL, 0, 0, c, 3, 1, &ep,
+                              NULL, 0, NULL),
+                     CONVFIND_OK);
+    const float want[6] = {11, 12, 13, 0, 0, 0};
+    for (int i = 0; i < 6; i++)
+        assert_true(c[i] == want[i]);
+}
+
+static void test_errors_leave_c_untouched(void **state)
+{
+    (void)state;
+    float a[4] = {1, 2, 3, 4}, b[4] = {1, 0, 0, 1}, c[4] = {7, 7, 7, 7};
+    float ws[8];
+    size_t need = 0;
+    assert_int_equal(cf_sgemm_workspace(cf_isa_active(), 2, 2, 2, &need), CONVFIND_OK);
+    assert_true(need > sizeof ws);
+    assert_int_equal(cf_sgemm(cf_isa_active(), 2, 2, 2, a, 2, 1, b, 2, 1, c, 2, 1, NULL, ws,
+                              sizeof ws, NULL),
+                     CONVFIND_ERR_INVALID_SHAPE);
+    assert_int_equal(cf_sgemm(cf_isa_active(), 2, 2, 2, NULL, 2, 1, b, 2, 1, c, 2, 1, NULL, ws,
+                              sizeof ws, NULL),
+                     CONVFIND_ERR_NULL_POINTER);
+    assert_int_equal(cf_sgemm(cf_isa_active(), 2, 2, 2, a, 2, 1, b, 2, 1, c, 2, 1, NULL, NULL,
+                              0, NULL),
+                     CONVFIND_ERR_NULL_POINTER);
+    for (int i = 0; i < 4; i++)
+        assert_true(c[i] == 7.0f);
+    size_t bytes = 0;
+    assert_int_equal(cf_sgemm_workspace(cf_isa_active(), SIZE_MAX / 2, 4, SIZE_MAX / 4, &bytes),
+                     CONVFIND_ERR_OVERFLOW);
+}
+
+static void test_isa_levels_and_caches(void **state)
+{
+    (void)state;
+    assert_int_equal(cf_isa_parse("portable"), CF_ISA_PORTABLE);
+    assert_int_equal(cf_isa_parse("AVX2"), CF_ISA_AVX2_FMA);
+    assert_int_equal(cf_isa_parse("avx512"), CF_ISA_AVX512F);
+    assert_int_equal(cf_isa_parse("sse9"), -1);
+    assert_int_equal(cf_isa_parse(NULL), -1);
+    assert_string_equal(cf_isa_name(CF_ISA_AVX2_FMA), "avx2");
+    assert_string_equal(cf_isa_name((cf_isa)42), "unknown");
+    assert_int_equal(cf_isa_force((cf_isa)42), CONVFIND_ERR_UNSUPPORTED);
+    if (cf_isa_machine() < CF_ISA_AVX512F)
+        assert_int_equal(cf_isa_force(CF_ISA_AVX512F), CONVFIND_ERR_UNSUPPORTED);
+    assert_true(cf_isa_active() <= cf_isa_machine());
+    const cf_cache_sizes *cs = cf_cpu_caches();
+    assert_true(cs->l1d >= 4096 && cs->l2 >= cs->l1d && cs->l3 >= cs->l2);
+    assert_non_null(cf_cpu_name());
+    for (int level = 0; level < CF_ISA_COUNT; level++) {
+        const cf_sgemm_kernel *kern = cf_sgemm_kernel_for((cf_isa)level);
+        assert_true(kern->mr >= 1 && kern->mr <= CF_SGEMM_MR_MAX);
+        assert_true(kern->nr >= 1 && kern->nr <= CF_SGEMM_NR_MAX);
+    }
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(test_isa_levels_and_caches),
+        cmocka_unit_test(test_sizes_every_isa),
+        cmocka_unit_test(test_every_dim_1_to_67),
+        cmocka_unit_test(test_transposes_and_epilogues),
+        cmocka_unit_test(test_long_k_sliced),
+        cmocka_unit_test(test_threaded),
+        cmocka_unit_test(test_k_zero_applies_epilogue),
+        cmocka_unit_test(test_errors_leave_c_untouched),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
