@@ -1,0 +1,262 @@
+/*
+ * bench_cpu.c - convfind against its CPU peers, layer by layer, in one run.
+ *
+ *   bench_cpu CSV [--threads T] [--ort FILE] [--suite NAME] [--min-seconds S]
+ *
+ * CSV is a ../shared/bench problem set.  Per layer, at the same thread count:
+ *   convfind  NCHW in and out through the public API (layout conversion, if an algorithm
+ *             needs one, is inside the timing); packed weights made once, outside it.
+ *             The algorithm is the fastest registered CPU algorithm as measured here
+ *             (cpu.reference only when nothing else applies); the output says so.
+ *   oneDNN    fp32 in its own blocked layouts, reorders not timed, direct and auto
+ *             (Winograd allowed) both timed, the faster kept (onednn_conv.c).
+ *   ORT       read from FILE, lines "name,ms", written by bench_ort.py in the same
+ *             bench/cpu.sh run (ONNX Runtime's CPU provider, one-node model per layer).
+ * Prints per-layer milliseconds, ratios, % of the FMA peak measured at start, totals
+ * weighted by `count`, and as the last line exactly
+ *   <suite> total_ms convfind=<x> onednn=<y> onnxruntime=<z>
+ * A program, not a test: nothing here asserts a timing.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "convfind.h"
+#include "cpu/isa.h"
+#include "bench_timing.h"
+#include "fma_peak.h"
+#include "onednn_conv.h"
+
+#define MAX_LAYERS 256
+
+static int parse_csv(const char *path, bench_layer *out, int max)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "bench_cpu: cannot open %s\n", path);
+        return -1;
+    }
+    char line[512];
+    int n = 0;
+    while (fgets(line, sizeof line, f) && n < max) {
+        bench_layer *L = &out[n];
+        long long v[15];
+        if (sscanf(line, "%95[^,],%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,"
+                         "%lld,%lld",
+                   L->name, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6], &v[7], &v[8], &v[9],
+                   &v[10], &v[11], &v[12], &v[13], &v[14]) != 16)
+            continue; /* the header, or a malformed line */
+        L->count = (int)v[0];
+        L->n = v[1], L->c = v[2], L->h = v[3], L->w = v[4], L->k = v[5], L->r = v[6];
+        L->s = v[7], L->pad_h = v[8], L->pad_w = v[9], L->stride_h = v[10];
+        L->stride_w = v[11], L->dil_h = v[12], L->dil_w = v[13], L->group = v[14];
+        n++;
+    }
+    fclose(f);
+    return n;
+}
+
+static double ort_ms_of(const char *path, const char *name)
+{
+    if (!path)
+        return -1.0;
+    FILE *f = fopen(path, "r");
+    if (!f)
+        return -1.0;
+    char line[256], key[128];
+    double ms = -1.0, v;
+    while (fgets(line, sizeof line, f))
+        if (sscanf(line, "%127[^,],%lf", key, &v) == 2 && strcmp(key, name) == 0)
+            ms = v;
+    fclose(f);
+    return ms;
+}
+
+static float *random_floats(size_t n, unsigned *seed)
+{
+    float *v = malloc((n ? n : 1) * sizeof *v);
+    for (size_t i = 0; v && i < n; i++) {
+        *seed = *seed * 1664525u + 1013904223u;
+        v[i] = (float)(*seed >> 8) / 8388608.0f - 1.0f;
+    }
+    return v;
+}
+
+typedef struct cf_run {
+    const convfind_plan *plan;
+    convfind_tensors t;
+} cf_run;
+
+static int cf_once(void *arg)
+{
+    cf_run *r = arg;
+    return convfind_execute(r->plan, &r->t) != CONVFIND_OK;
+}
+
+/* The fastest registered algorithm for the layer: its median ms and name. */
+static double time_convfind(convfind_context *ctx, const bench_layer *L, double min_seconds,
+                            char *best_name, size_t best_size)
+{
+    convfind_conv_desc d;
+    convfind_conv_desc_init(&d);
+    d.x_rank = d.w_rank = 4;
+    int64_t xd[4] = {L->n, L->c, L->h, L->w}, wd[4] = {L->k, L->c / L->group, L->r, L->s};
+    memcpy(d.x_dims, xd, sizeof xd);
+    memcpy(d.w_dims, wd, sizeof wd);
+    d.group = L->group;
+    d.strides.count = d.dilations.count = 2;
+    d.strides.v[0] = L->stride_h, d.strides.v[1] = L->stride_w;
+    d.dilations.v[0] = L->dil_h, d.dilations.v[1] = L->dil_w;
+    d.pads.count = 4;
+    d.pads.v[0] = d.pads.v[2] = L->pad_h;
+    d.pads.v[1] = d.pads.v[3] = L->pad_w;
+    convfind_problem *prob = NULL;
+    if (convfind_problem_create(&d, &prob) != CONVFIND_OK) {
+        fprintf(stderr, "bench_cpu: %s: %s\n", L->name, convfind_last_error());
+        return -1.0;
+    }
+    size_t xn, wn, yn;
+    convfind_problem_sizes(prob, &xn, &wn, &yn, NULL);
+    unsigned seed = 777u;
+    float *x = random_floats(xn, &seed), *w = random_floats(wn, &seed);
+    float *y = malloc(yn * sizeof *y);
+    double best = -1.0;
+    best_name[0] = '\0';
+    int count = convfind_algorithm_count();
+    for (int pass = 0; pass < 2 && best < 0.0; pass++) {
+        for (int i = 0; i < count; i++) {
+            const char *name = convfind_algorithm_name(i);
+            /* The reference only when no fast algorithm applies (second pass). */
+            if ((strcmp(name, "cpu.reference") == 0) != (pass == 1))
+                continue;
+            if (strncmp(name, "cpu.", 4) != 0)
+                continue;
+            convfind_plan *plan = NULL;
+            if (convfind_plan_create_with_algorithm(ctx, prob, name, &plan) != CONVFIND_OK)
+                continue;
+            convfind_packed_weights *pw = NULL;
+            convfind_packed_weights_create(plan, w, &pw);
+            cf_run run = {plan, {.x = x, .w = w, .y = y, .packed_w = pw}};
+            /* One probe run first: clearly slower candidates are not timed in full. */
+            double probe = bench_median_ms(cf_once, &run, 1, 0.0);
+            double ms = probe;
+            if (probe >= 0.0 && (best < 0.0 || probe < 3.0 * best))
+                ms = bench_median_ms(cf_once, &run, 10, min_seconds);
+            if (ms >= 0.0 && (best < 0.0 || ms < best)) {
+                best = ms;
+                snprintf(best_name, best_size, "%s", name);
+            }
+            convfind_packed_weights_destroy(pw);
+            convfind_plan_destroy(plan);
+        }
+    }
+    free(x);
+    free(w);
+    free(y);
+    convfind_problem_destroy(prob);
+    return best;
+}
+
+int main(int argc, char **argv)
+{
+    const char *csv = NULL, *ort = NULL, *suite = NULL;
+    int threads = 2;
+    double min_seconds = 0.2;
+    for (int i = 1; i < argc; i++) {
+        if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
+            threads = atoi(argv[++i]);
+        else if (strcmp(argv[i], "--ort") == 0 && i + 1 < argc)
+            ort = argv[++i];
+        else if (strcmp(argv[i], "--suite") == 0 && i + 1 < argc)
+            suite = argv[++i];
+        else if (strcmp(argv[i], "--min-seconds") == 0 && i + 1 < argc)
+            min_seconds = atof(argv[++i]);
+        else
+            csv = argv[i];
+    }
+    if (!csv || threads < 1) {
+        fprintf(stderr, "usage: bench_cpu CSV [--threads T] [--ort FILE] [--suite NAME] "
+                        "[--min-seconds S]\n");
+        return 2;
+    }
+    static bench_layer layers[MAX_LAYERS];
+    int nl = parse_csv(csv, layers, MAX_LAYERS);
+    if (nl <= 0)
+        return 1;
+    char suite_buf[128];
+    if (!suite) {
+        const char *base = strrchr(csv, '/') ? strrchr(csv, '/') + 1 : csv;
+        snprintf(suite_buf, sizeof suite_buf, "%s", base);
+        char *cut = strstr(suite_buf, "_convs");
+        if (!cut)
+            cut = strstr(suite_buf, ".csv");
+        if (cut)
+            *cut = '\0';
+        suite = suite_buf;
+    }
+    const char *omp = getenv("OMP_NUM_THREADS");
+    if (!omp || atoi(omp) != threads)
+        fprintf(stderr, "bench_cpu: warning: OMP_NUM_THREADS=%s, oneDNN may not use %d threads "
+                        "(bench/cpu.sh sets it)\n", omp ? omp : "(unset)", threads);
+
+    int wide = cf_isa_machine() >= CF_ISA_AVX512F;
+    double peak = fma_peak_gflops(threads, wide);
+    printf("# suite %s, %d threads, cpu \"%s\", convfind ISA %s\n", suite, threads, cf_cpu_name(),
+           cf_isa_name(cf_isa_active()));
+    printf("# FMA peak measured now: %.1f GFLOP/s on %d threads (%d-bit FMAs)\n", peak, threads,
+           wide ? 512 : 256);
+    printf("# convfind: fastest registered CPU algorithm timed here per layer "
+           "(not Find's decision), NCHW in/out, packed weights reused\n");
+    printf("# oneDNN: faster of direct and auto (Winograd allowed), its own layouts, "
+           "reorders not timed\n");
+    printf("layer,count,gflop,convfind_ms,convfind_algo,onednn_ms,onednn_impl,ort_ms,"
+           "cf_vs_onednn,cf_vs_ort,cf_pct_peak,onednn_pct_peak\n");
+
+    convfind_context_options opt;
+    convfind_context_options_init(&opt);
+    opt.num_threads = threads;
+    opt.find_policy = CONVFIND_FIND_HEURISTIC;
+    convfind_context *ctx = NULL;
+    if (convfind_context_create(&opt, &ctx) != CONVFIND_OK) {
+        fprintf(stderr, "bench_cpu: context: %s\n", convfind_last_error());
+        return 1;
+    }
+    double tot_cf = 0, tot_dn = 0, tot_ort = 0;
+    int missing_ort = 0;
+    for (int i = 0; i < nl; i++) {
+        const bench_layer *L = &layers[i];
+        int64_t oh = (L->h + 2 * L->pad_h - ((L->r - 1) * L->dil_h + 1)) / L->stride_h + 1;
+        int64_t ow = (L->w + 2 * L->pad_w - ((L->s - 1) * L->dil_w + 1)) / L->stride_w + 1;
+        double gflop = 2.0 * (double)(L->n * L->k * oh * ow) * (double)(L->c / L->group) *
+                       (double)(L->r * L->s) * 1e-9;
+        char algo[64], impl_d[64], impl_a[64];
+        double cf = time_convfind(ctx, L, min_seconds, algo, sizeof algo);
+        double dn_direct = onednn_time_ms(L, 0, 10, min_seconds, impl_d, sizeof impl_d);
+        double dn_auto = onednn_time_ms(L, 1, 10, min_seconds, impl_a, sizeof impl_a);
+        double dn = dn_direct;
+        const char *impl = impl_d;
+        if (dn_auto >= 0.0 && (dn < 0.0 || dn_auto < dn)) {
+            dn = dn_auto;
+            impl = impl_a;
+        }
+        double ortms = ort_ms_of(ort, L->name);
+        if (ortms < 0.0)
+            missing_ort++;
+        printf("%s,%d,%.4f,%.4f,%s,%.4f,%s,%.4f,%.3f,%.3f,%.1f,%.1f\n", L->name, L->count, gflop,
+               cf, algo, dn, impl, ortms, dn > 0 ? cf / dn : NAN, ortms > 0 ? cf / ortms : NAN,
+               peak > 0 && cf > 0 ? 100.0 * gflop / (cf * 1e-3) / peak : NAN,
+               peak > 0 && dn > 0 ? 100.0 * gflop / (dn * 1e-3) / peak : NAN);
+        fflush(stdout);
+        tot_cf += L->count * cf;
+        tot_dn += L->count * dn;
+        tot_ort += L->count * ortms;
+    }
+    convfind_context_destroy(ctx);
+    printf("# totals weighted by count: convfind/oneDNN %.3f, convfind/ORT %.3f%s\n",
+           tot_cf / tot_dn, tot_cf / tot_ort,
+           missing_ort ? " (ORT missing for some layers: its total is not valid)" : "");
+    printf("%s total_ms convfind=%.3f onednn=%.3f onnxruntime=%.3f\n", suite, tot_cf, tot_dn,
+           missing_ort ? NAN : tot_ort);
+    return 0;
+}

@@ -1,0 +1,26 @@
+#!/bin/sh
+# bench/cpu.sh CSV [BUILD_DIR] - convfind vs oneDNN vs ONNX Runtime on one problem set,
+# layer by layer, in one run, at the same thread count (CONVFIND_BENCH_THREADS, default 2).
+# BUILD_DIR (default: build) must contain bench/bench_cpu, built when libdnnl-dev is found.
+# The last line of the output is exactly:
+#   <suite> total_ms convfind=<x> onednn=<y> onnxruntime=<z>
+set -eu
+if [ $# -lt 1 ]; then
+    echo "usage: bench/cpu.sh CSV [BUILD_DIR]" >&2
+    exit 2
+fi
+csv=$1
+build=${2:-build}
+threads=${CONVFIND_BENCH_THREADS:-2}
+here=$(dirname "$0")
+bin="$build/bench/bench_cpu"
+if [ ! -x "$bin" ]; then
+    echo "bench/cpu.sh: $bin not found (configure with libdnnl-dev installed)" >&2
+    exit 1
+fi
+ort_times=$(mktemp)
+trap 'rm -f "$ort_times"' EXIT
+# ONNX Runtime first (its own process), then convfind and oneDNN side by side per layer.
+python3 "$here/bench_ort.py" "$csv" "$threads" > "$ort_times"
+# oneDNN's OpenMP runtime reads its thread count at start-up.
+OMP_NUM_THREADS=$threads OMP_PROC_BIND=false "$bin" "$csv" --threads "$threads" --ort "$ort_times"

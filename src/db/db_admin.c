@@ -1,0 +1,437 @@
+/*
+ * db_admin.c - everything `convfind db` does besides lookups: walking the records,
+ * statistics, JSON Lines export and import (sharing a tuned database across a fleet),
+ * pruning, verification and vacuum (see db.h).
+ */
+#include "db/db_internal.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define IMPORT_LINE_MAX (1 << 20) /* a record line is a few KiB; anything huge is bad input */
+
+/* Fills `r` from a row (key, library, backends, device, decision, host, created_at).
+ * The row's decision is parsed by the same loader lookups use. */
+static convfind_status row_record(sqlite3_stmt *st, cf_db_record *r)
+{
+    memset(r, 0, sizeof *r);
+    const char *text[6];
+    for (int i = 0; i < 6; i++) {
+        text[i] = (const char *)sqlite3_column_text(st, i);
+        if (!text[i])
+            return cf_fail(CONVFIND_ERR_IO, "stored record has a NULL column %d", i);
+    }
+    convfind_status s = cf_db_decision_from_json(text[4], (size_t)sqlite3_column_bytes(st, 4),
+                                                 &r->decision);
+    if (s != CONVFIND_OK)
+        return s;
+    snprintf(r->env.library, sizeof r->env.library, "%s", text[1]);
+    snprintf(r->env.backends, sizeof r->env.backends, "%s", text[2]);
+    snprintf(r->env.device, sizeof r->env.device, "%s", text[3]);
+    snprintf(r->host, sizeof r->host, "%s", text[5]);
+    r->time = sqlite3_column_int64(st, 6);
+    r->key = strdup(text[0]);
+    if (!r->key) {
+        cf_db_record_clear(r);
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot copy a key");
+    }
+    return CONVFIND_OK;
+}
+
+typedef struct walk_arg {
+    const char *key;
+    cf_db_record_fn fn;  /* readable rows */
+    void *fn_arg;
+    size_t unreadable;
+    int (*bad)(sqlite3 *conn, sqlite3_stmt *row, void *arg); /* unreadable rows, optional */
+} walk_arg;
+
+static int walk_op(cf_db *db, sqlite3 *conn, void *varg)
+{
+    (void)db;
+    walk_arg *a = varg;
+    a->unreadable = 0;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(conn,
+                                a->key ? "SELECT key, library_version, backend_versions, device, "
+                                         "decision, host, created_at FROM decisions WHERE key=?1 "
+                                         "ORDER BY created_at"
+                                       : "SELECT key, library_version, backend_versions, device, "
+                                         "decision, host, created_at FROM decisions "
+                                         "ORDER BY key, created_at",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    if (a->key)
+        sqlite3_bind_text(st, 1, a->key, -1, SQLITE_STATIC);
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        cf_db_record r;
+        if (row_record(st, &r) != CONVFIND_OK) {
+            a->unreadable++;
+            if (a->bad && (rc = a->bad(conn, st, a->fn_arg)) != SQLITE_OK)
+                break;
+            continue;
+        }
+        int stop = a->fn ? a->fn(&r, a->fn_arg) : 0;
+        cf_db_record_clear(&r);
+        if (stop) {
+            rc = SQLITE_DONE;
+            break;
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+convfind_status cf_db_foreach(cf_db *db, const char *key, cf_db_record_fn fn, void *arg)
+{
+    if (!db || !fn)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_foreach: db and fn must not be NULL");
+    walk_arg a = {.key = key, .fn = fn, .fn_arg = arg};
+    pthread_mutex_lock(&db->mu);
+    int rc = cf_db_run(db, walk_op, &a);
+    pthread_mutex_unlock(&db->mu);
+    if (rc != SQLITE_OK)
+        return cf_fail(CONVFIND_ERR_IO, "reading the database failed: %s", sqlite3_errstr(rc));
+    return CONVFIND_OK;
+}
+
+static int count_record(const cf_db_record *r, void *arg)
+{
+    cf_db_stats *s = ((void **)arg)[0];
+    const cf_db *db = ((void **)arg)[1];
+    s->records++;
+    if (cf_db_env_equal(&r->env, &db->cfg.env))
+        s->current++;
+    else
+        s->foreign++;
+    return 0;
+}
+
+static int64_t count_rows(sqlite3 *conn, const char *sql)
+{
+    sqlite3_stmt *st = NULL;
+    int64_t n = 0;
+    if (conn && sqlite3_prepare_v2(conn, sql, -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    return n;
+}
+
+convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out)
+{
+    if (!db || !out)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_get_stats: db and out must not be NULL");
+    memset(out, 0, sizeof *out);
+    void *pair[2] = {out, db};
+    walk_arg a = {.fn = count_record, .fn_arg = pair};
+    pthread_mutex_lock(&db->mu);
+    int rc = cf_db_run(db, walk_op, &a);
+    out->unreadable = a.unreadable;
+    out->records += a.unreadable;
+    out->leases = (size_t)count_rows(db->user, "SELECT count(*) FROM leases");
+    out->system_records = (size_t)count_rows(db->sys, "SELECT count(*) FROM decisions");
+    struct stat st;
+    out->file_bytes = db->persistent && stat(db->file, &st) == 0 ? (int64_t)st.st_size : -1;
+    pthread_mutex_unlock(&db->mu);
+    if (rc != SQLITE_OK)
+        return cf_fail(CONVFIND_ERR_IO, "reading the database failed: %s", sqlite3_errstr(rc));
+    return CONVFIND_OK;
+}
+
+typedef struct export_arg {
+    FILE *f;
+    size_t count;
+    bool failed;
+} export_arg;
+
+static int export_record(const cf_db_record *r, void *arg)
+{
+    export_arg *e = arg;
+    char *line = cf_db_record_to_jsonl(r);
+    if (!line || fprintf(e->f, "%s\n", line) < 0)
+        e->failed = true;
+    free(line);
+    e->count += !e->failed;
+    return e->failed;
+}
+
+convfind_status cf_db_export(cf_db *db, FILE *f, size_t *count)
+{
+    if (!db || !f)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_export: db and f must not be NULL");
+    export_arg e = {.f = f};
+    convfind_status st = cf_db_foreach(db, NULL, export_record, &e);
+    if (count)
+        *count = e.count;
+    if (st == CONVFIND_OK && (e.failed || fflush(f) != 0))
+        st = cf_fail(CONVFIND_ERR_IO, "writing the export failed after %zu records", e.count);
+    return st;
+}
+
+typedef struct import_arg {
+    cf_db_record *records;
+    size_t n;
+} import_arg;
+
+/* Every record keeps the environment and provenance it came with: an imported decision
+ * from another machine is foreign here until re-timed, exactly as if measured there. */
+static int import_op(cf_db *db, sqlite3 *conn, void *varg)
+{
+    (void)db;
+    import_arg *a = varg;
+    int rc = cf_db_exec(conn, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_stmt *ins = NULL;
+    rc = sqlite3_prepare_v2(conn,
+                            "INSERT OR REPLACE INTO decisions(key, library_version, "
+                            "backend_versions, device, algo, decision, bad_candidates, host, "
+                            "created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            -1, &ins, NULL);
+    for (size_t i = 0; rc == SQLITE_OK && i < a->n; i++) {
+        const cf_db_record *r = &a->records[i];
+        char *json = cf_db_decision_to_json(&r->decision);
+        if (!json) {
+            rc = SQLITE_NOMEM;
+            break;
+        }
+        char bad[1024];
+        cf_db_bad_candidates(&r->decision, bad, sizeof bad);
+        sqlite3_reset(ins);
+        sqlite3_bind_text(ins, 1, r->key, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 2, r->env.library, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 3, r->env.backends, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 4, r->env.device, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 5, r->decision.algo, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 6, json, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 7, bad, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 8, r->host, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 9, r->time);
+        free(json);
+        rc = sqlite3_step(ins);
+        if (rc == SQLITE_DONE)
+            rc = SQLITE_OK;
+    }
+    sqlite3_finalize(ins);
+    if (rc == SQLITE_OK)
+        rc = cf_db_exec(conn, "COMMIT");
+    if (rc != SQLITE_OK)
+        cf_db_exec(conn, "ROLLBACK");
+    return rc;
+}
+
+convfind_status cf_db_import(cf_db *db, FILE *f, const char *name, size_t *count)
+{
+    if (!db || !f)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_import: db and f must not be NULL");
+    if (!name)
+        name = "import";
+    if (count)
+        *count = 0;
+    import_arg a = {0};
+    size_t cap = 0, lineno = 0;
+    char *line = NULL;
+    size_t linecap = 0;
+    ssize_t len;
+    convfind_status st = CONVFIND_OK;
+    while (st == CONVFIND_OK && (len = getline(&line, &linecap, f)) >= 0) {
+        lineno++;
+        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
+            len--;
+        if (len == 0)
+            continue;
+        if (len > IMPORT_LINE_MAX) {
+            st = cf_fail(CONVFIND_ERR_IO, "%s:%zu: line of %zd bytes is longer than %d", name,
+                         lineno, len, IMPORT_LINE_MAX);
+            break;
+        }
+        if (a.n == cap) {
+            size_t ncap = cap ? 2 * cap : 64;
+            cf_db_record *r = realloc(a.records, ncap * sizeof *r);
+            if (!r) {
+                st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot hold %zu records", ncap);
+                break;
+            }
+            a.records = r;
+            cap = ncap;
+        }
+        if ((st = cf_db_record_from_jsonl(line, (size_t)len, &a.records[a.n])) != CONVFIND_OK) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "%s", convfind_last_error());
+            st = cf_fail(CONVFIND_ERR_IO, "%s:%zu: %s", name, lineno, msg);
+            break;
+        }
+        a.n++;
+    }
+    free(line);
+    if (st == CONVFIND_OK && ferror(f))
+        st = cf_fail(CONVFIND_ERR_IO, "%s: read error after line %zu", name, lineno);
+    if (st == CONVFIND_OK && a.n > 0) {
+        pthread_mutex_lock(&db->mu);
+        int rc = cf_db_run(db, import_op, &a);
+        pthread_mutex_unlock(&db->mu);
+        if (rc != SQLITE_OK)
+            st = cf_fail(CONVFIND_ERR_IO, "storing %zu imported records failed: %s", a.n,
+                         sqlite3_errstr(rc));
+    }
+    if (st == CONVFIND_OK && count)
+        *count = a.n;
+    for (size_t i = 0; i < a.n; i++)
+        cf_db_record_clear(&a.records[i]);
+    free(a.records);
+    return st;
+}
+
+static int delete_row(sqlite3 *conn, sqlite3_stmt *row, void *arg)
+{
+    (void)arg;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(conn, "DELETE FROM decisions WHERE key=?1 AND library_version=?2 "
+                                "AND backend_versions=?3 AND device=?4", -1, &st, NULL);
+    for (int i = 0; rc == SQLITE_OK && i < 4; i++)
+        rc = sqlite3_bind_value(st, i + 1, sqlite3_column_value(row, i));
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_DONE)
+        rc = SQLITE_OK;
+    sqlite3_finalize(st);
+    return rc;
+}
+
+typedef struct prune_arg {
+    size_t removed;
+} prune_arg;
+
+static int prune_op(cf_db *db, sqlite3 *conn, void *varg)
+{
+    prune_arg *p = varg;
+    int rc = cf_db_exec(conn, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_stmt *st = NULL;
+    rc = sqlite3_prepare_v2(conn, "DELETE FROM decisions WHERE NOT (library_version=?1 AND "
+                            "backend_versions=?2 AND device=?3)", -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, db->cfg.env.library, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 2, db->cfg.env.backends, -1, SQLITE_STATIC);
+        sqlite3_bind_text(st, 3, db->cfg.env.device, -1, SQLITE_STATIC);
+        if ((rc = sqlite3_step(st)) == SQLITE_DONE)
+            rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    p->removed = (size_t)sqlite3_changes(conn);
+    walk_arg w = {.bad = delete_row};
+    if (rc == SQLITE_OK && (rc = walk_op(db, conn, &w)) == SQLITE_DONE)
+        rc = SQLITE_OK;
+    p->removed += w.unreadable;
+    /* Leases: collect the dead ones first, then delete them by key. */
+    st = NULL;
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(conn, "SELECT key, pid, host, expires_ms FROM leases", -1, &st,
+                                NULL);
+    while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *host = (const char *)sqlite3_column_text(st, 2);
+        rc = SQLITE_OK;
+        if (cf_db_lease_live(db, sqlite3_column_int64(st, 1), host ? host : "",
+                             sqlite3_column_int64(st, 3)) ||
+            (sqlite3_column_int64(st, 1) == (int64_t)getpid() && host &&
+             strcmp(host, db->host) == 0))
+            continue;
+        sqlite3_stmt *del = NULL;
+        rc = sqlite3_prepare_v2(conn, "DELETE FROM leases WHERE key=?1", -1, &del, NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_value(del, 1, sqlite3_column_value(st, 0));
+            if ((rc = sqlite3_step(del)) == SQLITE_DONE)
+                rc = SQLITE_OK;
+        }
+        sqlite3_finalize(del);
+    }
+    if (rc == SQLITE_DONE)
+        rc = SQLITE_OK;
+    sqlite3_finalize(st);
+    if (rc == SQLITE_OK)
+        rc = cf_db_exec(conn, "COMMIT");
+    if (rc != SQLITE_OK)
+        cf_db_exec(conn, "ROLLBACK");
+    return rc;
+}
+
+convfind_status cf_db_prune(cf_db *db, size_t *removed)
+{
+    if (!db)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_prune: db is NULL");
+    prune_arg p = {0};
+    pthread_mutex_lock(&db->mu);
+    int rc = cf_db_run(db, prune_op, &p);
+    pthread_mutex_unlock(&db->mu);
+    if (removed)
+        *removed = rc == SQLITE_OK ? p.removed : 0;
+    if (rc != SQLITE_OK)
+        return cf_fail(CONVFIND_ERR_IO, "pruning the database failed: %s", sqlite3_errstr(rc));
+    return CONVFIND_OK;
+}
+
+typedef struct verify_arg {
+    char problem[300];
+    size_t unreadable;
+} verify_arg;
+
+static int verify_op(cf_db *db, sqlite3 *conn, void *varg)
+{
+    verify_arg *v = varg;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(conn, "PRAGMA integrity_check", -1, &st, NULL);
+    if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *res = (const char *)sqlite3_column_text(st, 0);
+        if (!res || strcmp(res, "ok") != 0)
+            snprintf(v->problem, sizeof v->problem, "integrity check: %.250s", res ? res : "?");
+        rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+    walk_arg w = {0};
+    if (rc == SQLITE_OK && (rc = walk_op(db, conn, &w)) == SQLITE_DONE)
+        rc = SQLITE_OK;
+    v->unreadable = w.unreadable;
+    if (!v->problem[0] && w.unreadable)
+        snprintf(v->problem, sizeof v->problem, "%zu stored decision(s) do not parse",
+                 w.unreadable);
+    return rc;
+}
+
+convfind_status cf_db_verify(cf_db *db, size_t *bad)
+{
+    if (!db)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_verify: db is NULL");
+    verify_arg v = {{0}, 0};
+    pthread_mutex_lock(&db->mu);
+    int rc = cf_db_run(db, verify_op, &v);
+    pthread_mutex_unlock(&db->mu);
+    if (bad)
+        *bad = v.unreadable;
+    if (rc != SQLITE_OK)
+        return cf_fail(CONVFIND_ERR_IO, "verifying the database failed: %s", sqlite3_errstr(rc));
+    if (v.problem[0])
+        return cf_fail(CONVFIND_ERR_IO, "database %s: %s", cf_db_location(db), v.problem);
+    return CONVFIND_OK;
+}
+
+static int vacuum_op(cf_db *db, sqlite3 *conn, void *arg)
+{
+    (void)db;
+    (void)arg;
+    return cf_db_exec(conn, "VACUUM");
+}
+
+convfind_status cf_db_vacuum(cf_db *db)
+{
+    if (!db)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_vacuum: db is NULL");
+    pthread_mutex_lock(&db->mu);
+    int rc = cf_db_run(db, vacuum_op, NULL);
+    pthread_mutex_unlock(&db->mu);
+    if (rc != SQLITE_OK)
+        return cf_fail(CONVFIND_ERR_IO, "vacuum failed: %s", sqlite3_errstr(rc));
+    return CONVFIND_OK;
+}

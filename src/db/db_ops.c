@@ -1,0 +1,393 @@
+/*
+ * db_ops.c - the find path's use of the database: lookup across tiers with the
+ * environment check, batched stores, and leases between processes (see db.h).
+ *
+ * A lease row (key, pid, host, expires_ms) says "this process is benchmarking this
+ * key".  It is taken and checked inside one write transaction, so two processes can
+ * never both believe they hold it.  It stops protecting its key when it expires or,
+ * on the same host, when its process no longer exists (kill(pid, 0) == ESRCH): a
+ * process killed in the middle of a Find blocks nobody for long.
+ */
+#include "db/db_internal.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+bool cf_db_lease_live(const cf_db *db, int64_t pid, const char *host, int64_t expires_ms)
+{
+    if (expires_ms <= cf_db_now_ms())
+        return false;
+    if (strcmp(host, db->host) != 0)
+        return true; /* another host: only the expiry time can tell */
+    if (pid == (int64_t)getpid())
+        return false;
+    return !(pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH));
+}
+
+typedef struct lookup_arg {
+    const char *key;
+    const cf_db_env *env;
+    cf_decision dec;
+    bool found, exact;
+} lookup_arg;
+
+/* The best row of one tier for a key: this environment's if any, else the newest. */
+static int tier_lookup(cf_db *db, sqlite3 *conn, void *varg)
+{
+    lookup_arg *a = varg;
+    cf_decision_clear(&a->dec);
+    a->found = a->exact = false;
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(conn,
+                                "SELECT decision, library_version=?2 AND backend_versions=?3 AND "
+                                "device=?4 AS exact FROM decisions WHERE key=?1 "
+                                "ORDER BY exact DESC, created_at DESC",
+                                -1, &st, NULL);
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_bind_text(st, 1, a->key, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 2, a->env->library, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 3, a->env->backends, -1, SQLITE_STATIC);
+    sqlite3_bind_text(st, 4, a->env->device, -1, SQLITE_STATIC);
+    /* A row that does not parse (written by a damaged or hostile tool) is skipped, not
+     * trusted; the next row of the key may still serve. */
+    while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+        const char *text = (const char *)sqlite3_column_text(st, 0);
+        size_t len = (size_t)sqlite3_column_bytes(st, 0);
+        if (text && cf_db_decision_from_json(text, len, &a->dec) == CONVFIND_OK) {
+            a->found = true;
+            a->exact = sqlite3_column_int(st, 1) != 0;
+            rc = SQLITE_DONE;
+            break;
+        }
+        if (!db->warned_unreadable) {
+            db->warned_unreadable = true;
+            cf_db_warn(db, "ignoring an unreadable stored decision for key %.200s: %s", a->key,
+                       convfind_last_error());
+        }
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+static void warn_foreign(cf_db *db, const char *key)
+{
+    if (db->warned_foreign)
+        return;
+    db->warned_foreign = true;
+    char env[420];
+    cf_db_env_describe(&db->cfg.env, env, sizeof env);
+    cf_db_warn(db, "stored decisions (first: key %.120s) were measured in another environment "
+               "than %.300s; %s", key, env,
+               db->cfg.env_policy == CONVFIND_DB_ENV_RETUNE
+                   ? "re-timing their top candidates"
+                   : "ignoring them (db_env_policy IGNORE)");
+}
+
+/* cf_db_lookup without the lock and the argument checks. */
+static cf_db_found lookup_locked(cf_db *db, const char *key, cf_decision *out)
+{
+    lookup_arg u = {.key = key, .env = &db->cfg.env};
+    lookup_arg s = u;
+    cf_db_run(db, tier_lookup, &u);
+    if (!(u.found && u.exact) && db->sys) {
+        int rc = tier_lookup(db, db->sys, &s);
+        if (rc != SQLITE_DONE && rc != SQLITE_OK) {
+            cf_db_warn(db, "system database became unreadable (%s); ignoring it",
+                       sqlite3_errstr(rc));
+            sqlite3_close_v2(db->sys);
+            db->sys = NULL;
+            s.found = false;
+        }
+    }
+    lookup_arg *best = u.found && u.exact   ? &u
+                       : s.found && s.exact ? &s
+                       : u.found            ? &u
+                       : s.found            ? &s
+                                            : NULL;
+    cf_db_found found = CF_DB_MISS;
+    if (best && !best->exact) {
+        warn_foreign(db, key);
+        if (db->cfg.env_policy == CONVFIND_DB_ENV_IGNORE)
+            best = NULL;
+    }
+    if (best) {
+        found = best->exact ? CF_DB_HIT : CF_DB_FOREIGN;
+        *out = best->dec;
+        memset(&best->dec, 0, sizeof best->dec);
+    }
+    cf_decision_clear(&u.dec);
+    cf_decision_clear(&s.dec);
+    return found;
+}
+
+convfind_status cf_db_lookup(cf_db *db, const char *key, cf_decision *out, cf_db_found *found)
+{
+    if (!db || !key || !out || !found)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_lookup: db, key, out and found must not "
+                       "be NULL");
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&db->mu);
+    *found = lookup_locked(db, key, out);
+    pthread_mutex_unlock(&db->mu);
+    return CONVFIND_OK;
+}
+
+typedef struct store_arg {
+    const char *const *keys;
+    const cf_decision *decisions;
+    char **json;
+    int n;
+} store_arg;
+
+static int bind_env(sqlite3_stmt *st, int first, const cf_db_env *env)
+{
+    int rc = sqlite3_bind_text(st, first, env->library, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, first + 1, env->backends, -1, SQLITE_STATIC);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_bind_text(st, first + 2, env->device, -1, SQLITE_STATIC);
+    return rc;
+}
+
+/* One write transaction for the whole batch: either every record lands or none does,
+ * and a process killed in the middle leaves only uncommitted WAL frames behind. */
+static int store_op(cf_db *db, sqlite3 *conn, void *varg)
+{
+    store_arg *a = varg;
+    int rc = cf_db_exec(conn, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_stmt *ins = NULL, *del = NULL;
+    rc = sqlite3_prepare_v2(conn,
+                            "INSERT OR REPLACE INTO decisions(key, library_version, "
+                            "backend_versions, device, algo, decision, bad_candidates, host, "
+                            "created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
+                            -1, &ins, NULL);
+    if (rc == SQLITE_OK)
+        rc = sqlite3_prepare_v2(conn, "DELETE FROM leases WHERE key=?1 AND pid=?2 AND host=?3",
+                                -1, &del, NULL);
+    int64_t now = cf_db_now_ms() / 1000;
+    for (int i = 0; rc == SQLITE_OK && i < a->n; i++) {
+        char bad[1024];
+        cf_db_bad_candidates(&a->decisions[i], bad, sizeof bad);
+        sqlite3_reset(ins);
+        sqlite3_bind_text(ins, 1, a->keys[i], -1, SQLITE_STATIC);
+        bind_env(ins, 2, &db->cfg.env);
+        sqlite3_bind_text(ins, 5, a->decisions[i].algo, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 6, a->json[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 7, bad, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 8, db->host, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(ins, 9, now);
+        rc = sqlite3_step(ins);
+        if (rc == SQLITE_DONE) {
+            sqlite3_reset(del);
+            sqlite3_bind_text(del, 1, a->keys[i], -1, SQLITE_STATIC);
+            sqlite3_bind_int64(del, 2, (sqlite3_int64)getpid());
+            sqlite3_bind_text(del, 3, db->host, -1, SQLITE_STATIC);
+            rc = sqlite3_step(del);
+        }
+        if (rc == SQLITE_DONE)
+            rc = SQLITE_OK;
+    }
+    sqlite3_finalize(ins);
+    sqlite3_finalize(del);
+    if (rc == SQLITE_OK)
+        rc = cf_db_exec(conn, "COMMIT");
+    if (rc != SQLITE_OK)
+        cf_db_exec(conn, "ROLLBACK");
+    return rc;
+}
+
+convfind_status cf_db_store(cf_db *db, const char *const *keys, const cf_decision *decisions,
+                            int n)
+{
+    if (!db || (n > 0 && (!keys || !decisions)))
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_store: db, keys and decisions must not "
+                       "be NULL");
+    if (n < 0)
+        return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "cf_db_store: n = %d is negative", n);
+    char **json = calloc((size_t)n + 1, sizeof *json);
+    if (!json)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d records", n);
+    convfind_status st = CONVFIND_OK;
+    for (int i = 0; i < n && st == CONVFIND_OK; i++) {
+        if (!keys[i])
+            st = cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_store: keys[%d] is NULL", i);
+        else if ((st = cf_db_check_key(keys[i])) != CONVFIND_OK)
+            st = cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "cf_db_store: keys[%d]: %s", i,
+                         convfind_last_error());
+        else if (!(json[i] = cf_db_decision_to_json(&decisions[i])))
+            st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot encode decision %d", i);
+    }
+    if (st == CONVFIND_OK && n > 0) {
+        store_arg a = {.keys = keys, .decisions = decisions, .json = json, .n = n};
+        pthread_mutex_lock(&db->mu);
+        int rc = cf_db_run(db, store_op, &a);
+        if (rc != SQLITE_OK)
+            cf_db_warn(db, "could not store %d decision(s) (%s); they stay in memory only", n,
+                       sqlite3_errstr(rc));
+        pthread_mutex_unlock(&db->mu);
+    }
+    for (int i = 0; i < n; i++)
+        free(json[i]);
+    free(json);
+    return st;
+}
+
+typedef struct lease_arg {
+    const char *key;
+    bool acquired;
+} lease_arg;
+
+static int lease_op(cf_db *db, sqlite3 *conn, void *varg)
+{
+    lease_arg *a = varg;
+    a->acquired = false;
+    int rc = cf_db_exec(conn, "BEGIN IMMEDIATE");
+    if (rc != SQLITE_OK)
+        return rc;
+    sqlite3_stmt *sel = NULL, *put = NULL;
+    rc = sqlite3_prepare_v2(conn, "SELECT pid, host, expires_ms FROM leases WHERE key=?1", -1,
+                            &sel, NULL);
+    bool held = false;
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(sel, 1, a->key, -1, SQLITE_STATIC);
+        rc = sqlite3_step(sel);
+        if (rc == SQLITE_ROW) {
+            const char *host = (const char *)sqlite3_column_text(sel, 1);
+            held = cf_db_lease_live(db, sqlite3_column_int64(sel, 0), host ? host : "",
+                                    sqlite3_column_int64(sel, 2));
+            rc = SQLITE_DONE;
+        }
+        if (rc == SQLITE_DONE)
+            rc = SQLITE_OK;
+    }
+    if (rc == SQLITE_OK && !held) {
+        rc = sqlite3_prepare_v2(conn, "INSERT OR REPLACE INTO leases(key, pid, host, expires_ms) "
+                                "VALUES(?1, ?2, ?3, ?4)", -1, &put, NULL);
+        if (rc == SQLITE_OK) {
+            sqlite3_bind_text(put, 1, a->key, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(put, 2, (sqlite3_int64)getpid());
+            sqlite3_bind_text(put, 3, db->host, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(put, 4, cf_db_now_ms() + db->cfg.lease_ms);
+            rc = sqlite3_step(put);
+            if (rc == SQLITE_DONE)
+                rc = SQLITE_OK;
+        }
+    }
+    sqlite3_finalize(sel);
+    sqlite3_finalize(put);
+    if (rc == SQLITE_OK)
+        rc = cf_db_exec(conn, "COMMIT");
+    if (rc != SQLITE_OK)
+        cf_db_exec(conn, "ROLLBACK");
+    else
+        a->acquired = !held;
+    return rc;
+}
+
+/* cf_db_lease_acquire without the lock.  Where the lease table cannot be written the
+ * process benchmarks anyway: a lease only saves work, it never guards correctness. */
+static bool acquire_locked(cf_db *db, const char *key)
+{
+    lease_arg a = {.key = key};
+    return cf_db_run(db, lease_op, &a) != SQLITE_OK || a.acquired;
+}
+
+convfind_status cf_db_lease_acquire(cf_db *db, const char *key, bool *acquired)
+{
+    if (!db || !key || !acquired)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_lease_acquire: db, key and acquired "
+                       "must not be NULL");
+    pthread_mutex_lock(&db->mu);
+    *acquired = acquire_locked(db, key);
+    pthread_mutex_unlock(&db->mu);
+    return CONVFIND_OK;
+}
+
+static int release_op(cf_db *db, sqlite3 *conn, void *varg)
+{
+    sqlite3_stmt *st = NULL;
+    int rc = sqlite3_prepare_v2(conn, "DELETE FROM leases WHERE key=?1 AND pid=?2 AND host=?3",
+                                -1, &st, NULL);
+    if (rc == SQLITE_OK) {
+        sqlite3_bind_text(st, 1, (const char *)varg, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 2, (sqlite3_int64)getpid());
+        sqlite3_bind_text(st, 3, db->host, -1, SQLITE_STATIC);
+        rc = sqlite3_step(st);
+    }
+    sqlite3_finalize(st);
+    return rc;
+}
+
+void cf_db_lease_release(cf_db *db, const char *key)
+{
+    if (!db || !key)
+        return;
+    pthread_mutex_lock(&db->mu);
+    cf_db_run(db, release_op, (void *)key);
+    pthread_mutex_unlock(&db->mu);
+}
+
+static void sleep_ms(int ms)
+{
+    struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+    while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+        continue;
+}
+
+cf_db_action cf_db_begin(cf_db *db, const char *key, int wait_ms, cf_decision *out)
+{
+    memset(out, 0, sizeof *out);
+    if (!db || !key)
+        return CF_DB_ACTION_BENCHMARK;
+    int64_t deadline = cf_db_now_ms() + (wait_ms > 0 ? wait_ms : 0);
+    int step = 5;
+    /* The lock is dropped while sleeping so this process's other threads (other keys)
+     * are not held up by one key's wait. */
+    for (;;) {
+        pthread_mutex_lock(&db->mu);
+        cf_db_found found = lookup_locked(db, key, out);
+        bool mine = found != CF_DB_HIT && acquire_locked(db, key);
+        if (mine) {
+            /* The holder may have stored and released between our lookup and our
+             * acquire; look again so that the key is not measured twice. */
+            cf_decision again;
+            memset(&again, 0, sizeof again);
+            if (lookup_locked(db, key, &again) == CF_DB_HIT) {
+                cf_db_run(db, release_op, (void *)key);
+                cf_decision_clear(out);
+                *out = again;
+                found = CF_DB_HIT;
+            } else {
+                cf_decision_clear(&again);
+            }
+        }
+        pthread_mutex_unlock(&db->mu);
+        if (found == CF_DB_HIT)
+            return CF_DB_ACTION_USE;
+        if (mine)
+            return found == CF_DB_FOREIGN ? CF_DB_ACTION_RETUNE : CF_DB_ACTION_BENCHMARK;
+        cf_decision_clear(out);
+        int64_t left = deadline - cf_db_now_ms();
+        if (left <= 0)
+            return CF_DB_ACTION_HEURISTIC;
+        sleep_ms(step < left ? step : (int)left);
+        step = step < 100 ? 2 * step : 100;
+    }
+}
+
+void cf_db_finish(cf_db *db, const char *key, const cf_decision *decision)
+{
+    if (!db || !key)
+        return;
+    if (decision)
+        cf_db_store(db, &key, decision, 1);
+    else
+        cf_db_lease_release(db, key);
+}

@@ -1,0 +1,106 @@
+#!/usr/bin/env bash
+# run_install_test.sh - ctest's "install" test: installs a convfind build into a prefix
+# under WORK_DIR, then builds and runs example/example.c against that prefix only:
+# with find_package(convfind) (shared and static targets) and with pkg-config (shared,
+# and static from `pkg-config --static`).  Writes nothing outside WORK_DIR except the
+# install_manifest.txt that `cmake --install` leaves in BUILD_DIR.
+#
+# usage: run_install_test.sh BUILD_DIR WORK_DIR EXAMPLE_DIR C_COMPILER LIBDIR [SANITIZE_FLAGS]
+set -euo pipefail
+
+if [ $# -lt 5 ]; then
+    echo "usage: $0 BUILD_DIR WORK_DIR EXAMPLE_DIR C_COMPILER LIBDIR [SANITIZE_FLAGS]" >&2
+    exit 2
+fi
+build=$1 work=$2 example=$3 cc=$4 libdir=$5 san_flags=${6:-}
+prefix=$work/prefix
+# The example must compile warning-free as strict C11 with only the installed headers.
+cflags="-std=c11 -Wall -Wextra -Wpedantic -Werror $san_flags"
+
+fail() {
+    echo "install test FAILED: $*" >&2
+    exit 1
+}
+
+rm -rf "$work"
+mkdir -p "$work"
+
+echo "== cmake --install $build --prefix $prefix"
+cmake --install "$build" --prefix "$prefix" >"$work/install.log" ||
+    { cat "$work/install.log"; fail "cmake --install"; }
+while IFS= read -r f; do
+    case $f in
+    "$prefix"/*) ;;
+    *) fail "installed outside the prefix: $f" ;;
+    esac
+done <"$build/install_manifest.txt"
+
+version=$(sed -n 's/^#define CONVFIND_VERSION_STRING "\(.*\)"$/\1/p' "$prefix/include/convfind_version.h")
+[ -n "$version" ] || fail "no CONVFIND_VERSION_STRING in the installed convfind_version.h"
+major=${version%%.*}
+for f in include/convfind.h include/convfind_version.h \
+    "$libdir/libconvfind.a" "$libdir/libconvfind.so.$version" \
+    "$libdir/cmake/convfind/convfindConfig.cmake" \
+    "$libdir/cmake/convfind/convfindConfigVersion.cmake" \
+    "$libdir/pkgconfig/convfind.pc"; do
+    [ -f "$prefix/$f" ] || fail "not installed: $f"
+done
+# The development link and the SONAME link, pointing at the real file.
+for link in "libconvfind.so" "libconvfind.so.$major"; do
+    [ -L "$prefix/$libdir/$link" ] || fail "not a symlink: $libdir/$link"
+    [ "$(readlink -f "$prefix/$libdir/$link")" = "$(readlink -f "$prefix/$libdir/libconvfind.so.$version")" ] ||
+        fail "$libdir/$link does not lead to libconvfind.so.$version"
+done
+readelf -d "$prefix/$libdir/libconvfind.so.$version" | grep -q "SONAME.*\[libconvfind\.so\.$major\]" ||
+    fail "SONAME of libconvfind.so.$version is not libconvfind.so.$major"
+echo "installed convfind $version: headers, libconvfind.so.$major, libconvfind.a, package files"
+
+# needs_libconvfind EXE: true when EXE loads libconvfind.so from the prefix.
+needs_libconvfind() {
+    ldd "$1" | grep -q "libconvfind\.so\.$major => $prefix/$libdir/"
+}
+
+# run_example EXE HOW: runs one build of the example, saying how it was linked.
+run_example() {
+    local name status=0
+    name=$(basename "$1")
+    echo "-- $name (linked with $2):"
+    "$1" || status=$?
+    [ "$status" -eq 0 ] || fail "$name (linked with $2) exited with status $status"
+}
+
+echo "== find_package(convfind)"
+cmake -S "$example" -B "$work/cmake-build" -DCMAKE_BUILD_TYPE=Release \
+    -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$cflags" -DCMAKE_PREFIX_PATH="$prefix" \
+    >"$work/cmake-configure.log" || { cat "$work/cmake-configure.log"; fail "configuring the example"; }
+found=$(sed -n 's/^convfind_DIR:PATH=//p' "$work/cmake-build/CMakeCache.txt")
+[ "$found" = "$prefix/$libdir/cmake/convfind" ] || fail "find_package found convfind in '$found'"
+cmake --build "$work/cmake-build" >"$work/cmake-build.log" ||
+    { cat "$work/cmake-build.log"; fail "building the example with CMake"; }
+needs_libconvfind "$work/cmake-build/example_shared" ||
+    fail "example_shared does not load the installed libconvfind.so"
+! needs_libconvfind "$work/cmake-build/example_static" ||
+    fail "example_static loads libconvfind.so although it links convfind::convfind_static"
+run_example "$work/cmake-build/example_shared" "convfind::convfind"
+run_example "$work/cmake-build/example_static" "convfind::convfind_static"
+
+echo "== pkg-config"
+export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
+[ "$(pkg-config --modversion convfind)" = "$version" ] || fail "pkg-config --modversion convfind"
+# shellcheck disable=SC2046,SC2086 # the flags are meant to be split into words
+"$cc" $cflags "$example/example.c" -o "$work/example_pkgconfig" $(pkg-config --cflags --libs convfind) -lm ||
+    fail "building the example with pkg-config --cflags --libs convfind"
+# Static: the archive is picked explicitly, everything else must come from --static.
+static_libs=$(pkg-config --static --libs convfind)
+# shellcheck disable=SC2046,SC2086
+"$cc" $cflags "$example/example.c" -o "$work/example_pkgconfig_static" $(pkg-config --cflags convfind) \
+    ${static_libs/-lconvfind/-Wl,-Bstatic -lconvfind -Wl,-Bdynamic} -lm ||
+    fail "building the example with pkg-config --static --libs convfind ($static_libs)"
+! needs_libconvfind "$work/example_pkgconfig_static" ||
+    fail "example_pkgconfig_static loads libconvfind.so"
+LD_LIBRARY_PATH=$prefix/$libdir run_example "$work/example_pkgconfig" "pkg-config --libs"
+LD_LIBRARY_PATH=$prefix/$libdir needs_libconvfind "$work/example_pkgconfig" ||
+    fail "example_pkgconfig does not load the installed libconvfind.so"
+run_example "$work/example_pkgconfig_static" "pkg-config --static --libs"
+
+echo "install test passed: find_package (shared, static) and pkg-config (shared, static)"
