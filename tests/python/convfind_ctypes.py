@@ -87,6 +87,12 @@ class ConvDesc(ctypes.Structure):
     ]
 
 
+class DeviceAllocator(ctypes.Structure):
+    """convfind_device_allocator (function pointers kept opaque: the tests never set them)"""
+
+    _fields_ = [("alloc", ctypes.c_void_p), ("free", ctypes.c_void_p), ("user", ctypes.c_void_p)]
+
+
 class ContextOptions(ctypes.Structure):
     """convfind_context_options"""
 
@@ -100,6 +106,9 @@ class ContextOptions(ctypes.Structure):
         ("cache_bytes", ctypes.c_size_t),
         ("find_time_budget_s", ctypes.c_double),
         ("find_validate", ctypes.c_int),
+        ("device", ctypes.c_int),
+        ("device_index", ctypes.c_int),
+        ("device_allocator", DeviceAllocator),
     ]
 
 
@@ -121,6 +130,7 @@ MIRRORED = {
     "convfind_ints": Ints,
     "convfind_conv_desc": ConvDesc,
     "convfind_context_options": ContextOptions,
+    "convfind_device_allocator": DeviceAllocator,
     "convfind_tensors": Tensors,
 }
 

@@ -25,6 +25,10 @@ def header_fields(text, name):
         decl = re.sub(r"\[[^]]*\]", "", decl).strip()
         if not decl:
             continue
+        fn = re.search(r"\(\s*\*\s*(\w+)\s*\)", decl)  # a function pointer
+        if fn:
+            fields.append(fn.group(1))
+            continue
         words = decl.split(",")
         first = re.findall(r"[A-Za-z_]\w*", words[0])[-1]
         fields.append(first)

@@ -1,8 +1,9 @@
 """test_differential.py - convfind against onnxruntime (and onnx.reference) on random
 valid problems, plus a few invalid ones.
 
-Each case draws one Conv or ConvTranspose problem from a seeded generator that covers
-every attribute: 1-D/2-D/3-D, N 1..3, groups (plain, grouped, depthwise with channel
+Each case draws one Conv or ConvTranspose problem from a seeded generator (a fifth of
+them shaped like real 2-D layers, for the specialised algorithms) that covers every
+attribute: 1-D/2-D/3-D, N 1..3, groups (plain, grouped, depthwise with channel
 multipliers), strides, dilations, explicit begin != end pads, all four auto_pad values
 (odd SAME totals included), kernel_shape given or not, output_padding (also with
 dilations, and at or above the stride where the dilation allows it), output_shape (also
@@ -136,6 +137,50 @@ def draw_case(index):
 
 
 def _draw(rng):
+    geometry = _layer_geometry if rng.random() < 0.2 else _any_geometry
+    case = geometry(rng)
+    case.update({
+        "n": int(rng.integers(1, 4)), "layout": _pick(rng, ["NCHW", "NHWC"]),
+        "bias": bool(rng.random() < 0.5), "residual": bool(rng.random() < 0.35),
+        "act": _pick(rng, ACTIVATIONS), "alpha": 0.0, "beta": 0.0,
+    })
+    if case["act"] == "leaky_relu":
+        case["alpha"] = float(np.float32(rng.uniform(0.01, 0.5)))
+    elif case["act"] == "clip":
+        lo = rng.uniform(-1.0, 0.2)
+        case["alpha"] = float(np.float32(lo))
+        case["beta"] = float(np.float32(lo + rng.uniform(0.0, 1.5)))
+    elif case["act"] == "hard_sigmoid":
+        case["alpha"] = float(np.float32(rng.uniform(0.1, 0.5)))
+        case["beta"] = float(np.float32(rng.uniform(0.2, 0.8)))
+    return case
+
+
+def _layer_geometry(rng):
+    """A 2-D layer shaped like those of real networks (1x1 or 3x3, stride 1 or 2, more
+    channels), so that the specialised fast algorithms meet enough problems too."""
+    op = _pick(rng, ["Conv", "ConvTranspose"], [0.75, 0.25])
+    k = _pick(rng, [1, 3], [0.35, 0.65])
+    s = _pick(rng, [1, 2], [0.75, 0.25])
+    kind = _pick(rng, ["plain", "depthwise"], [0.8, 0.2])
+    g = 1 if kind == "plain" else int(rng.integers(2, 9))
+    cg = int(rng.integers(1, 17)) if kind == "plain" else 1
+    mg = int(rng.integers(1, 17)) if kind == "plain" else 1
+    attrs = {"kernel_shape": [k, k]}
+    if g > 1:
+        attrs["group"] = g
+    if s > 1:
+        attrs["strides"] = [s, s]
+    if k == 3:
+        if rng.random() < 0.3:
+            attrs["auto_pad"] = "SAME_UPPER"
+        else:
+            attrs["pads"] = [1, 1, 1, 1]
+    return {"op": op, "nsp": 2, "g": g, "c": g * cg, "m": g * mg, "kind": kind,
+            "in": _ints(rng, 4, 12, 2), "k": [k, k], "ext": [k, k], "attrs": attrs}
+
+
+def _any_geometry(rng):
     op = _pick(rng, ["Conv", "ConvTranspose"])
     nsp = _pick(rng, [1, 2, 3], [0.3, 0.45, 0.25])
     kind = _pick(rng, ["plain", "grouped", "depthwise"], [0.5, 0.25, 0.25])
@@ -174,23 +219,8 @@ def _draw(rng):
             attrs["output_shape"] = [f - int(rng.integers(l, e)) for f, l, e in zip(full, lo, ext)]
     if explicit_pads:
         attrs["pads"] = [int(rng.integers(0, e + 1)) for e in ext + ext]
-    case = {
-        "op": op, "nsp": nsp, "n": int(rng.integers(1, 4)), "g": g, "c": g * cg, "m": g * mg,
-        "kind": kind, "in": ins, "k": ks, "ext": ext, "attrs": attrs,
-        "layout": _pick(rng, ["NCHW", "NHWC"]),
-        "bias": bool(rng.random() < 0.5), "residual": bool(rng.random() < 0.35),
-        "act": _pick(rng, ACTIVATIONS), "alpha": 0.0, "beta": 0.0,
-    }
-    if case["act"] == "leaky_relu":
-        case["alpha"] = float(np.float32(rng.uniform(0.01, 0.5)))
-    elif case["act"] == "clip":
-        lo = rng.uniform(-1.0, 0.2)
-        case["alpha"] = float(np.float32(lo))
-        case["beta"] = float(np.float32(lo + rng.uniform(0.0, 1.5)))
-    elif case["act"] == "hard_sigmoid":
-        case["alpha"] = float(np.float32(rng.uniform(0.1, 0.5)))
-        case["beta"] = float(np.float32(rng.uniform(0.2, 0.8)))
-    return case
+    return {"op": op, "nsp": nsp, "g": g, "c": g * cg, "m": g * mg, "kind": kind,
+            "in": ins, "k": ks, "ext": ext, "attrs": attrs}
 
 
 def draw_data(case, rng):
