@@ -2,12 +2,16 @@
  * bench_cpu.c - convfind against its CPU peers, layer by layer, in one run.
  *
  *   bench_cpu CSV [--threads T] [--ort FILE] [--suite NAME] [--min-seconds S]
+ *             [--select find|measured] [--exclude ALGO[,ALGO...]]
  *
  * CSV is a ../shared/bench problem set.  Per layer, at the same thread count:
  *   convfind  NCHW in and out through the public API (layout conversion, if an algorithm
  *             needs one, is inside the timing); packed weights made once, outside it.
- *             The algorithm is the fastest registered CPU algorithm as measured here
- *             (cpu.reference only when nothing else applies); the output says so.
+ *             --select find (default): the algorithm Find chose (convfind_find on a
+ *             context with an empty temporary find-db, not timed), then its plan timed.
+ *             --select measured: every registered CPU algorithm timed here, the fastest
+ *             kept (cpu.reference only when nothing else applies; --exclude skips some).
+ *             The output says which.
  *   oneDNN    fp32 in its own blocked layouts, reorders not timed, direct and auto
  *             (Winograd allowed) both timed, the faster kept (onednn_conv.c).
  *   ORT       read from FILE, lines "name,ms", written by bench_ort.py in the same
@@ -19,6 +23,7 @@
  */
 #include <math.h>
 #include <stdio.h>
+#include <unistd.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -95,8 +100,8 @@ static int cf_once(void *arg)
 }
 
 /* The fastest registered algorithm for the layer: its median ms and name. */
-static double time_convfind(convfind_context *ctx, const bench_layer *L, double min_seconds,
-                            char *best_name, size_t best_size)
+/* The layer as a convfind problem (NCHW, no bias), or NULL with a message. */
+static convfind_problem *make_problem(const bench_layer *L)
 {
     convfind_conv_desc d;
     convfind_conv_desc_init(&d);
@@ -114,8 +119,31 @@ static double time_convfind(convfind_context *ctx, const bench_layer *L, double 
     convfind_problem *prob = NULL;
     if (convfind_problem_create(&d, &prob) != CONVFIND_OK) {
         fprintf(stderr, "bench_cpu: %s: %s\n", L->name, convfind_last_error());
-        return -1.0;
+        return NULL;
     }
+    return prob;
+}
+
+/* True when `name` is one of the comma-separated names in `list` (NULL: none). */
+static int listed(const char *list, const char *name)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; p && *p;) {
+        const char *end = strchr(p, ',');
+        size_t len = end ? (size_t)(end - p) : strlen(p);
+        if (len == n && strncmp(p, name, n) == 0)
+            return 1;
+        p = end ? end + 1 : NULL;
+    }
+    return 0;
+}
+
+static double time_convfind(convfind_context *ctx, const bench_layer *L, double min_seconds,
+                            const char *exclude, char *best_name, size_t best_size)
+{
+    convfind_problem *prob = make_problem(L);
+    if (!prob)
+        return -1.0;
     size_t xn, wn, yn;
     convfind_problem_sizes(prob, &xn, &wn, &yn, NULL);
     unsigned seed = 777u;
@@ -130,7 +158,7 @@ static double time_convfind(convfind_context *ctx, const bench_layer *L, double 
             /* The reference only when no fast algorithm applies (second pass). */
             if ((strcmp(name, "cpu.reference") == 0) != (pass == 1))
                 continue;
-            if (strncmp(name, "cpu.", 4) != 0)
+            if (strncmp(name, "cpu.", 4) != 0 || listed(exclude, name))
                 continue;
             convfind_plan *plan = NULL;
             if (convfind_plan_create_with_algorithm(ctx, prob, name, &plan) != CONVFIND_OK)
@@ -158,9 +186,44 @@ static double time_convfind(convfind_context *ctx, const bench_layer *L, double 
     return best;
 }
 
+/* The plan Find decides for the layer, timed: its median ms and algorithm name. */
+static double time_convfind_find(convfind_context *ctx, const bench_layer *L, double min_seconds,
+                                 char *name_out, size_t name_size)
+{
+    convfind_problem *prob = make_problem(L);
+    if (!prob)
+        return -1.0;
+    size_t xn, wn, yn;
+    convfind_problem_sizes(prob, &xn, &wn, &yn, NULL);
+    unsigned seed = 777u;
+    float *x = random_floats(xn, &seed), *w = random_floats(wn, &seed);
+    float *y = malloc(yn * sizeof *y);
+    double ms = -1.0;
+    int count = 0;
+    convfind_plan *plan = NULL;
+    name_out[0] = '\0';
+    if (convfind_find(ctx, prob, NULL, 0, &count) != CONVFIND_OK ||
+        convfind_plan_create(ctx, prob, &plan) != CONVFIND_OK) {
+        fprintf(stderr, "bench_cpu: %s: Find: %s\n", L->name, convfind_last_error());
+    } else {
+        snprintf(name_out, name_size, "%s", convfind_plan_algorithm(plan));
+        convfind_packed_weights *pw = NULL;
+        convfind_packed_weights_create(plan, w, &pw);
+        cf_run run = {plan, {.x = x, .w = w, .y = y, .packed_w = pw}};
+        ms = bench_median_ms(cf_once, &run, 10, min_seconds);
+        convfind_packed_weights_destroy(pw);
+    }
+    convfind_plan_destroy(plan);
+    free(x);
+    free(w);
+    free(y);
+    convfind_problem_destroy(prob);
+    return ms;
+}
+
 int main(int argc, char **argv)
 {
-    const char *csv = NULL, *ort = NULL, *suite = NULL;
+    const char *csv = NULL, *ort = NULL, *suite = NULL, *exclude = NULL, *select = "find";
     int threads = 2;
     double min_seconds = 0.2;
     for (int i = 1; i < argc; i++) {
@@ -170,14 +233,19 @@ int main(int argc, char **argv)
             ort = argv[++i];
         else if (strcmp(argv[i], "--suite") == 0 && i + 1 < argc)
             suite = argv[++i];
+        else if (strcmp(argv[i], "--select") == 0 && i + 1 < argc)
+            select = argv[++i];
+        else if (strcmp(argv[i], "--exclude") == 0 && i + 1 < argc)
+            exclude = argv[++i];
         else if (strcmp(argv[i], "--min-seconds") == 0 && i + 1 < argc)
             min_seconds = atof(argv[++i]);
         else
             csv = argv[i];
     }
-    if (!csv || threads < 1) {
+    int use_find = strcmp(select, "find") == 0;
+    if (!csv || threads < 1 || (!use_find && strcmp(select, "measured") != 0)) {
         fprintf(stderr, "usage: bench_cpu CSV [--threads T] [--ort FILE] [--suite NAME] "
-                        "[--min-seconds S]\n");
+                        "[--min-seconds S] [--select find|measured] [--exclude ALGO[,ALGO...]]\n");
         return 2;
     }
     static bench_layer layers[MAX_LAYERS];
@@ -206,8 +274,13 @@ int main(int argc, char **argv)
            cf_isa_name(cf_isa_active()));
     printf("# FMA peak measured now: %.1f GFLOP/s on %d threads (%d-bit FMAs)\n", peak, threads,
            wide ? 512 : 256);
-    printf("# convfind: fastest registered CPU algorithm timed here per layer "
-           "(not Find's decision), NCHW in/out, packed weights reused\n");
+    if (use_find)
+        printf("# convfind: the algorithm Find chose (empty temporary find-db), its plan "
+               "timed here, NCHW in/out, packed weights reused\n");
+    else
+        printf("# convfind: fastest registered CPU algorithm timed here per layer "
+               "(not Find's decision), NCHW in/out, packed weights reused%s%s\n",
+               exclude ? "; excluded: " : "", exclude ? exclude : "");
     printf("# oneDNN: faster of direct and auto (Winograd allowed), its own layouts, "
            "reorders not timed\n");
     printf("layer,count,gflop,convfind_ms,convfind_algo,onednn_ms,onednn_impl,ort_ms,"
@@ -217,6 +290,16 @@ int main(int argc, char **argv)
     convfind_context_options_init(&opt);
     opt.num_threads = threads;
     opt.find_policy = CONVFIND_FIND_HEURISTIC;
+    /* Find's decisions go to a database of this run only, so every layer is measured. */
+    char db_dir[] = "/tmp/convfind-bench-XXXXXX", db_path[64] = "";
+    if (use_find) {
+        if (!mkdtemp(db_dir)) {
+            fprintf(stderr, "bench_cpu: cannot create a temporary directory\n");
+            return 1;
+        }
+        snprintf(db_path, sizeof db_path, "%s/find.db", db_dir);
+        opt.db_path = db_path;
+    }
     convfind_context *ctx = NULL;
     if (convfind_context_create(&opt, &ctx) != CONVFIND_OK) {
         fprintf(stderr, "bench_cpu: context: %s\n", convfind_last_error());
@@ -231,7 +314,8 @@ int main(int argc, char **argv)
         double gflop = 2.0 * (double)(L->n * L->k * oh * ow) * (double)(L->c / L->group) *
                        (double)(L->r * L->s) * 1e-9;
         char algo[64], impl_d[64], impl_a[64];
-        double cf = time_convfind(ctx, L, min_seconds, algo, sizeof algo);
+        double cf = use_find ? time_convfind_find(ctx, L, min_seconds, algo, sizeof algo)
+                             : time_convfind(ctx, L, min_seconds, exclude, algo, sizeof algo);
         double dn_direct = onednn_time_ms(L, 0, 10, min_seconds, impl_d, sizeof impl_d);
         double dn_auto = onednn_time_ms(L, 1, 10, min_seconds, impl_a, sizeof impl_a);
         double dn = dn_direct;
@@ -253,6 +337,16 @@ int main(int argc, char **argv)
         tot_ort += L->count * ortms;
     }
     convfind_context_destroy(ctx);
+    if (use_find) {
+        /* The database and whatever journal files SQLite left next to it. */
+        static const char *const suffixes[] = {"", "-wal", "-shm", "-journal"};
+        for (size_t i = 0; i < sizeof suffixes / sizeof suffixes[0]; i++) {
+            char f[96];
+            snprintf(f, sizeof f, "%s%s", db_path, suffixes[i]);
+            unlink(f);
+        }
+        rmdir(db_dir);
+    }
     printf("# totals weighted by count: convfind/oneDNN %.3f, convfind/ORT %.3f%s\n",
            tot_cf / tot_dn, tot_cf / tot_ort,
            missing_ort ? " (ORT missing for some layers: its total is not valid)" : "");

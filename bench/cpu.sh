@@ -2,6 +2,7 @@
 # bench/cpu.sh CSV [BUILD_DIR] - convfind vs oneDNN vs ONNX Runtime on one problem set,
 # layer by layer, in one run, at the same thread count (CONVFIND_BENCH_THREADS, default 2).
 # BUILD_DIR (default: build) must contain bench/bench_cpu, built when libdnnl-dev is found.
+# CONVFIND_BENCH_EXCLUDE=algo1,algo2 leaves those convfind algorithms out of the timing.
 # The last line of the output is exactly:
 #   <suite> total_ms convfind=<x> onednn=<y> onnxruntime=<z>
 set -eu
@@ -23,4 +24,5 @@ trap 'rm -f "$ort_times"' EXIT
 # ONNX Runtime first (its own process), then convfind and oneDNN side by side per layer.
 python3 "$here/bench_ort.py" "$csv" "$threads" > "$ort_times"
 # oneDNN's OpenMP runtime reads its thread count at start-up.
-OMP_NUM_THREADS=$threads OMP_PROC_BIND=false "$bin" "$csv" --threads "$threads" --ort "$ort_times"
+OMP_NUM_THREADS=$threads OMP_PROC_BIND=false "$bin" "$csv" --threads "$threads" --ort "$ort_times" \
+    ${CONVFIND_BENCH_EXCLUDE:+--exclude "$CONVFIND_BENCH_EXCLUDE"}

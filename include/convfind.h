@@ -190,7 +190,7 @@ CONVFIND_API convfind_status convfind_problem_output_dims(const convfind_problem
 
 /* The resolved pads (all begins, then all ends; 2 * spatial rank values) after auto_pad
  * and output_shape are applied.  A ConvTranspose pad may be negative when output_shape
- * asks for more output than the input produces.  `pads` needs 2*CONVFIND_MAX_SPATIAL. */
+ * or SAME_* asks for more output than the input produces (docs/onnx-semantics.md).  `pads` needs 2*CONVFIND_MAX_SPATIAL. */
 CONVFIND_API convfind_status convfind_problem_resolved_pads(const convfind_problem *problem,
                                                             int64_t *pads);
 
@@ -231,6 +231,33 @@ typedef enum convfind_db_env_policy {
 } convfind_db_env_policy;
 
 /* ------------------------------------------------------------------------- */
+/* Devices (docs/cuda.md; owned by src/cuda/)                                */
+/* ------------------------------------------------------------------------- */
+
+/* Where a context's executions run.  A CUDA context takes device pointers for every
+ * tensor (x, w, b, z, y), offers only GPU algorithms (cuDNN engine configurations and a
+ * direct kernel that runs every problem) and keys its decisions by device name,
+ * compute capability and cuDNN version.  convfind_context_create() reports
+ * CONVFIND_ERR_UNSUPPORTED, naming the reason, when the library was built without the
+ * CUDA backend or the device cannot be used. */
+typedef enum convfind_device {
+    CONVFIND_DEVICE_CPU = 0,
+    CONVFIND_DEVICE_CUDA = 1
+} convfind_device;
+
+/* Caller-provided device workspace for a CUDA context.  alloc returns `bytes` of device
+ * memory usable by work queued on `stream` (a cudaStream_t; NULL is the default stream)
+ * or NULL when it cannot; free gives it back once that work is queued, so it must not
+ * hand the memory out again before the stream's work has run (cudaFreeAsync semantics).
+ * Both are called from the executing thread, possibly from many threads at once.  With
+ * alloc NULL the context keeps one grow-only workspace per host thread. */
+typedef struct convfind_device_allocator {
+    void *(*alloc)(void *user, size_t bytes, void *stream);
+    void (*free)(void *user, void *ptr, void *stream);
+    void *user;
+} convfind_device_allocator;
+
+/* ------------------------------------------------------------------------- */
 /* Context                                                                   */
 /* ------------------------------------------------------------------------- */
 
@@ -256,6 +283,10 @@ typedef struct convfind_context_options {
                                      heuristic choice is always measured, even past it */
     int find_validate;            /* 1 (default): check every candidate against the
                                      reference during Find; 0: trust them */
+    /* --- device (docs/cuda.md; owned by src/cuda/) --- */
+    convfind_device device;       /* CONVFIND_DEVICE_CPU (default) or CONVFIND_DEVICE_CUDA */
+    int device_index;             /* CUDA device ordinal (default 0) */
+    convfind_device_allocator device_allocator; /* CUDA workspace; alloc NULL: the context's */
 } convfind_context_options;
 
 /* Fills in the defaults: all cores, HYBRID, unlimited workspace, default database. */
@@ -329,6 +360,20 @@ typedef struct convfind_tensors {
 CONVFIND_API convfind_status convfind_execute(const convfind_plan *plan,
                                               const convfind_tensors *tensors);
 
+/* Like convfind_execute, on a CUDA context's `stream` (a cudaStream_t; NULL: the
+ * default stream, which is what convfind_execute uses).  The call returns once the work
+ * is queued: Y is ready when the stream reaches that point, and the caller must keep
+ * every buffer alive and unmodified until then.  Any number of host threads may execute
+ * one plan at once, each on its own stream.  On a CPU context `stream` must be NULL
+ * (CONVFIND_ERR_INVALID_ATTRIBUTE otherwise) and the call equals convfind_execute. */
+CONVFIND_API convfind_status convfind_execute_on_stream(const convfind_plan *plan,
+                                                        const convfind_tensors *tensors,
+                                                        void *stream);
+
+/* 1 when this build has the CUDA backend and device `index` can be used now, else 0
+ * with the reason in `why` (NUL-terminated when size > 0; may be NULL).  Thread-safe. */
+CONVFIND_API int convfind_cuda_available(int index, char *why, size_t size);
+
 /* ------------------------------------------------------------------------- */
 /* Algorithms                                                                 */
 /* ------------------------------------------------------------------------- */
@@ -393,7 +438,9 @@ typedef enum convfind_decision_source {
 } convfind_decision_source;
 
 typedef struct convfind_plan_info {
-    const char *algorithm;         /* what the next execution tries first; static storage */
+    const char *algorithm;         /* what the next execution tries first: static storage,
+                                      except a parameterised variant's name ("name:params",
+                                      CUDA), which is valid while the plan lives */
     const char *key;               /* canonical key text; valid while the plan lives */
     uint64_t key_hash;
     convfind_decision_source source;

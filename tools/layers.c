@@ -8,6 +8,7 @@
 #include "layers.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,6 +18,9 @@
 
 #define LAYER_HEADER \
     "name,count,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group"
+/* The same without `count` (every row counts once), as `convfind tune` accepts. */
+#define LAYER_HEADER_NO_COUNT \
+    "name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group"
 
 /* The integer columns, in file order after `name`. */
 static const struct {
@@ -45,10 +49,14 @@ static int fail(char *err, size_t err_size, const char *fmt, ...)
     return -1;
 }
 
-/* Parses one data line (without its newline) into *layer. */
-static int parse_row(char *line, long lineno, cli_layer *layer, char *err, size_t err_size)
+/* Parses one data line (without its newline) into *layer; without a count column
+ * (has_count false) the row counts once. */
+static int parse_row(char *line, long lineno, bool has_count, cli_layer *layer, char *err,
+                     size_t err_size)
 {
     memset(layer, 0, sizeof *layer);
+    layer->count = 1;
+    const size_t first = has_count ? 0 : 1, fields = INT_COLUMNS + 1 - first;
     char *field = line;
     char *comma = strchr(field, ',');
     size_t len = comma ? (size_t)(comma - field) : strlen(field);
@@ -56,10 +64,10 @@ static int parse_row(char *line, long lineno, cli_layer *layer, char *err, size_
         return fail(err, err_size, "line %ld: the layer name must have 1 to %d characters",
                     lineno, CLI_LAYER_NAME_MAX - 1);
     memcpy(layer->name, field, len);
-    for (size_t i = 0; i < INT_COLUMNS; i++) {
+    for (size_t i = first; i < INT_COLUMNS; i++) {
         if (!comma)
-            return fail(err, err_size, "line %ld: %zu fields, expected %zu", lineno, i + 1,
-                        INT_COLUMNS + 1);
+            return fail(err, err_size, "line %ld: %zu fields, expected %zu", lineno,
+                        i + 1 - first, fields);
         field = comma + 1;
         comma = strchr(field, ',');
         len = comma ? (size_t)(comma - field) : strlen(field);
@@ -70,7 +78,7 @@ static int parse_row(char *line, long lineno, cli_layer *layer, char *err, size_
         memcpy((char *)layer + int_columns[i].offset, &v, sizeof v);
     }
     if (comma)
-        return fail(err, err_size, "line %ld: more than %zu fields", lineno, INT_COLUMNS + 1);
+        return fail(err, err_size, "line %ld: more than %zu fields", lineno, fields);
     if (layer->count < 1)
         return fail(err, err_size, "line %ld: count %lld must be >= 1", lineno,
                     (long long)layer->count);
@@ -82,6 +90,7 @@ static int read_lines(FILE *f, cli_layer **layers, size_t *count, char *err, siz
     char line[1024];
     long lineno = 0;
     size_t cap = 0;
+    bool has_count = true;
     while (fgets(line, sizeof line, f)) {
         lineno++;
         size_t len = strlen(line);
@@ -91,8 +100,10 @@ static int read_lines(FILE *f, cli_layer **layers, size_t *count, char *err, siz
         while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
             line[--len] = '\0';
         if (lineno == 1) {
-            if (strcmp(line, LAYER_HEADER) != 0)
-                return fail(err, err_size, "line 1: the header must be %s", LAYER_HEADER);
+            has_count = strcmp(line, LAYER_HEADER_NO_COUNT) != 0;
+            if (has_count && strcmp(line, LAYER_HEADER) != 0)
+                return fail(err, err_size, "line 1: the header must be %s (count optional)",
+                            LAYER_HEADER);
             continue;
         }
         if (len == 0)
@@ -105,7 +116,7 @@ static int read_lines(FILE *f, cli_layer **layers, size_t *count, char *err, siz
             *layers = grown;
             cap = next;
         }
-        if (parse_row(line, lineno, &(*layers)[*count], err, err_size) != 0)
+        if (parse_row(line, lineno, has_count, &(*layers)[*count], err, err_size) != 0)
             return -1;
         (*count)++;
     }

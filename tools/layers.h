@@ -3,8 +3,9 @@
  *
  * Each row is one forward Conv of a real network (columns
  * name,count,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group; symmetric
- * pads; `count` is how often the shape occurs in the network).  The demo, and later the
- * tuning commands, read these files and turn rows into problem descriptors.
+ * pads; `count` is how often the shape occurs in the network; a file may leave the
+ * column out, and then every row counts once).  The demo, and later the tuning
+ * commands, read these files and turn rows into problem descriptors.
  */
 #ifndef CONVFIND_TOOLS_LAYERS_H
 #define CONVFIND_TOOLS_LAYERS_H

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cache/brlock.h"
 #include "util/error.h"
 
 #define SHARD_BITS 6
@@ -14,13 +15,14 @@
 #define INITIAL_BUCKETS 8
 
 typedef struct shard {
-    /* Aligned so that two shards never share a cache line: hits on different shards
-     * then touch disjoint lines, which is what lets hit throughput scale. */
-    _Alignas(64) pthread_rwlock_t lock;
-    cf_cache_entry **buckets;
+    /* The read side of the lock writes only the calling thread's slot line, and hits
+     * are tallied there too, so threads hitting one shard share no written line: what
+     * lets hit throughput scale with threads (brlock.h). */
+    cf_brlock lock;
+    _Alignas(64) cf_cache_entry **buckets;
     size_t nbuckets; /* power of two */
     size_t count;
-    atomic_uint_fast64_t hits, misses, waits;
+    atomic_uint_fast64_t misses, waits;
 } shard;
 
 struct cf_cache {
@@ -60,14 +62,14 @@ cf_cache *cf_cache_create(size_t budget, int max_candidates)
         if (!s->buckets) {
             for (unsigned j = 0; j < i; j++) {
                 free(c->shards[j].buckets);
-                pthread_rwlock_destroy(&c->shards[j].lock);
+                cf_brlock_destroy(&c->shards[j].lock);
             }
             pthread_mutex_destroy(&c->evict_mu);
             free(c);
             return NULL;
         }
         s->nbuckets = INITIAL_BUCKETS;
-        pthread_rwlock_init(&s->lock, NULL);
+        cf_brlock_init(&s->lock);
     }
     return c;
 }
@@ -108,7 +110,7 @@ void cf_cache_destroy(cf_cache *c)
             }
         }
         free(s->buckets);
-        pthread_rwlock_destroy(&s->lock);
+        cf_brlock_destroy(&s->lock);
     }
     pthread_mutex_destroy(&c->evict_mu);
     free(c);
@@ -163,7 +165,7 @@ static void unlink_locked(cf_cache *c, shard *s, cf_cache_entry *e)
 static bool sweep_shard(cf_cache *c, shard *s)
 {
     cf_cache_entry *victim = NULL;
-    pthread_rwlock_wrlock(&s->lock);
+    cf_brlock_write(&s->lock);
     for (size_t b = 0; b < s->nbuckets && !victim; b++)
         for (cf_cache_entry *e = s->buckets[b]; e && !victim; e = e->next) {
             if (atomic_load_explicit(&e->state, memory_order_acquire) != CF_ENTRY_READY)
@@ -173,7 +175,7 @@ static bool sweep_shard(cf_cache *c, shard *s)
         }
     if (victim)
         unlink_locked(c, s, victim);
-    pthread_rwlock_unlock(&s->lock);
+    cf_brlock_write_unlock(&s->lock);
     if (!victim)
         return false;
     atomic_fetch_add_explicit(&c->evictions, 1, memory_order_relaxed);
@@ -249,14 +251,16 @@ static int wait_ready(cf_cache_entry *e)
 /* The hit path: read lock, walk, reference, unlock. */
 static cf_cache_entry *lookup(shard *s, const cf_key *key)
 {
-    pthread_rwlock_rdlock(&s->lock);
+    cf_br_slot *slot = cf_brlock_read(&s->lock);
     cf_cache_entry *e = find_locked(s, key);
     if (e) {
         cf_cache_retain(e);
         if (!atomic_load_explicit(&e->referenced, memory_order_relaxed))
             atomic_store_explicit(&e->referenced, 1, memory_order_relaxed);
+        if (atomic_load_explicit(&e->state, memory_order_acquire) == CF_ENTRY_READY)
+            atomic_fetch_add_explicit(&slot->tally, 1, memory_order_relaxed); /* a hit */
     }
-    pthread_rwlock_unlock(&s->lock);
+    cf_brlock_read_unlock(slot);
     return e;
 }
 
@@ -273,8 +277,6 @@ convfind_status cf_cache_acquire(cf_cache *c, const cf_key *key, cf_cache_entry 
             if (st == CF_ENTRY_PENDING) {
                 atomic_fetch_add_explicit(&s->waits, 1, memory_order_relaxed);
                 st = wait_ready(e);
-            } else {
-                atomic_fetch_add_explicit(&s->hits, 1, memory_order_relaxed);
             }
             if (st == CF_ENTRY_READY) {
                 *out = e;
@@ -286,17 +288,17 @@ convfind_status cf_cache_acquire(cf_cache *c, const cf_key *key, cf_cache_entry 
         /* Miss: reserve before taking the write lock, since eviction takes other
          * shards' locks and must never nest inside this one. */
         bool charged = reserve(c, c->per_entry);
-        pthread_rwlock_wrlock(&s->lock);
+        cf_brlock_write(&s->lock);
         e = find_locked(s, key);
         if (e) { /* another caller linked it meanwhile */
-            pthread_rwlock_unlock(&s->lock);
+            cf_brlock_write_unlock(&s->lock);
             if (charged)
                 atomic_fetch_sub_explicit(&c->bytes, c->per_entry, memory_order_relaxed);
             continue;
         }
         e = entry_new(key, charged ? 2 : 1);
         if (!e) {
-            pthread_rwlock_unlock(&s->lock);
+            cf_brlock_write_unlock(&s->lock);
             if (charged)
                 atomic_fetch_sub_explicit(&c->bytes, c->per_entry, memory_order_relaxed);
             return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cache entry");
@@ -311,7 +313,7 @@ convfind_status cf_cache_acquire(cf_cache *c, const cf_key *key, cf_cache_entry 
             if (++s->count > s->nbuckets)
                 grow_locked(s);
         }
-        pthread_rwlock_unlock(&s->lock);
+        cf_brlock_write_unlock(&s->lock);
         *out = e;
         *owner = true;
         return CONVFIND_OK;
@@ -360,11 +362,11 @@ void cf_cache_publish(cf_cache *c, cf_cache_entry *e, cf_decision *decision, cf_
 void cf_cache_abandon(cf_cache *c, cf_cache_entry *e)
 {
     shard *s = shard_of(c, e->key.hash);
-    pthread_rwlock_wrlock(&s->lock);
+    cf_brlock_write(&s->lock);
     bool was_linked = e->linked;
     if (was_linked)
         unlink_locked(c, s, e);
-    pthread_rwlock_unlock(&s->lock);
+    cf_brlock_write_unlock(&s->lock);
     pthread_mutex_lock(&e->mu);
     atomic_store_explicit(&e->state, CF_ENTRY_ABANDONED, memory_order_release);
     pthread_cond_broadcast(&e->cv);
@@ -395,7 +397,7 @@ void cf_cache_replace(cf_cache *c, cf_cache_entry *old, cf_decision *decision, c
     }
     log_decision(n);
     shard *s = shard_of(c, old->key.hash);
-    pthread_rwlock_wrlock(&s->lock);
+    cf_brlock_write(&s->lock);
     bool swapped = old->linked;
     if (swapped) {
         cf_cache_entry **pp = &s->buckets[bucket_of(s, old->key.hash)];
@@ -408,7 +410,7 @@ void cf_cache_replace(cf_cache *c, cf_cache_entry *old, cf_decision *decision, c
         old->linked = false;
         old->next = NULL;
     }
-    pthread_rwlock_unlock(&s->lock);
+    cf_brlock_write_unlock(&s->lock);
     if (swapped)
         cf_cache_release(old); /* the table's reference moved to n */
     else
@@ -428,12 +430,12 @@ void cf_cache_stats_get(cf_cache *c, cf_cache_stats *out)
     memset(out, 0, sizeof *out);
     for (unsigned i = 0; i < SHARDS; i++) {
         shard *s = &c->shards[i];
-        out->hits += atomic_load_explicit(&s->hits, memory_order_relaxed);
+        out->hits += cf_brlock_tally(&s->lock);
         out->misses += atomic_load_explicit(&s->misses, memory_order_relaxed);
         out->waits += atomic_load_explicit(&s->waits, memory_order_relaxed);
-        pthread_rwlock_rdlock(&s->lock);
+        cf_br_slot *slot = cf_brlock_read(&s->lock);
         out->entries += s->count;
-        pthread_rwlock_unlock(&s->lock);
+        cf_brlock_read_unlock(slot);
     }
     out->evictions = atomic_load_explicit(&c->evictions, memory_order_relaxed);
     out->bytes = atomic_load_explicit(&c->bytes, memory_order_relaxed);

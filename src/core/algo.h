@@ -31,7 +31,17 @@ typedef struct cf_exec_args {
     void *workspace;           /* at least workspace() bytes, 64-byte aligned; NULL if 0 */
     size_t workspace_size;
     cf_threadpool *pool;       /* may be NULL: run on the calling thread */
+    /* Device backends (docs/cuda.md): tensors are device pointers, work is queued. */
+    void *stream;              /* CUDA: the cudaStream_t to queue on; NULL: default stream */
+    const void *device;        /* CUDA: the context's device (cuda/device.h); CPU: NULL */
 } cf_exec_args;
+
+/* Where an algorithm runs.  A context offers only the algorithms of its own backend:
+ * CPU algorithms never see device pointers and CUDA algorithms never see host ones. */
+typedef enum cf_backend {
+    CF_BACKEND_CPU = 0,
+    CF_BACKEND_CUDA = 1
+} cf_backend;
 
 typedef struct cf_algo {
     const char *name;   /* stable: stored in decisions and databases, never reused */
@@ -49,12 +59,31 @@ typedef struct cf_algo {
                                     void **packed);
     void (*free_packed)(void *packed);
     convfind_status (*execute)(const cf_problem *p, const void *state, const cf_exec_args *a);
+
+    /* --- Backends and parameterised algorithms (docs/cuda.md) --- */
+    cf_backend backend; /* zero: CPU */
+    /* Optional, for an algorithm whose concrete forms depend on the problem and the
+     * device (cuDNN engine configurations): writes up to `cap` names of the forms that
+     * may run `p` on `device`, best guess first, and returns how many.  Each name is
+     * "<name>:<parameters>" (shorter than CF_ALGO_NAME_MAX = 64 bytes), is what decisions
+     * store, and resolves back to this algorithm (cf_registry_find). */
+    int (*variants)(const cf_problem *p, const void *device, char (*names)[64], int cap);
+    /* With variants: prepare() for the form `name`; used instead of prepare(). */
+    convfind_status (*prepare_named)(const cf_problem *p, const char *name, void **state);
 } cf_algo;
 
 /* Every algorithm of this build, the reference last.  Thread-safe, static storage. */
 const cf_algo *const *cf_registry(int *count);
 
-/* The algorithm named `name`, or NULL. */
+/* The algorithm named `name`, or NULL.  A form "<name>:<parameters>" of an algorithm with
+ * variants resolves to that algorithm (which checks the parameters in prepare_named). */
 const cf_algo *cf_registry_find(const char *name);
+
+/* Whether `name` names `algo`: its own name or, with variants, "<its name>:...". */
+bool cf_algo_matches(const cf_algo *algo, const char *name);
+
+/* Prepares `algo` for `p` under the full `name` (a variant's parameters included). */
+convfind_status cf_algo_prepare(const cf_algo *algo, const cf_problem *p, const char *name,
+                                void **state);
 
 #endif /* CONVFIND_ALGO_H */

@@ -4,6 +4,7 @@
  */
 #include "core/context.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -12,6 +13,11 @@
 #include "find/algos.h"
 #include "find/deferred.h"
 #include "util/error.h"
+
+#ifdef CONVFIND_HAVE_CUDA
+#include "cuda/algos.h"
+#include "cuda/find.h"
+#endif
 
 #define DEFAULT_CACHE_BYTES ((size_t)8 << 20)
 #define DEFAULT_FIND_BUDGET_S 1.0
@@ -49,6 +55,33 @@ static convfind_status open_db(convfind_context *ctx, const convfind_context_opt
     return cf_db_open(&c, &ctx->db);
 }
 
+/* The device of a CUDA context (src/cuda/); UNSUPPORTED with the reason without one. */
+static convfind_status open_cuda(convfind_context *ctx, const convfind_context_options *o)
+{
+#ifdef CONVFIND_HAVE_CUDA
+    return cf_cuda_device_open(o->device_index, &o->device_allocator, o->workspace_limit,
+                               &ctx->cuda);
+#else
+    (void)ctx;
+    (void)o;
+    return cf_fail(CONVFIND_ERR_UNSUPPORTED,
+                   "device = CONVFIND_DEVICE_CUDA: this build has no CUDA backend "
+                   "(configured with CONVFIND_CUDA=OFF or without the CUDA toolkit and cuDNN)");
+#endif
+}
+
+int convfind_cuda_available(int index, char *why, size_t size)
+{
+#ifdef CONVFIND_HAVE_CUDA
+    return cf_cuda_usable(index, why, size);
+#else
+    (void)index;
+    if (why && size)
+        snprintf(why, size, "this build has no CUDA backend");
+    return 0;
+#endif
+}
+
 static convfind_status check_options(const convfind_context_options *o)
 {
     if (o->num_threads < 0 || o->num_threads > 4096)
@@ -61,6 +94,9 @@ static convfind_status check_options(const convfind_context_options *o)
         return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE,
                        "find_time_budget_s = %g is outside 0..86400 seconds",
                        o->find_time_budget_s);
+    if ((unsigned)o->device > (unsigned)CONVFIND_DEVICE_CUDA)
+        return cf_fail(CONVFIND_ERR_INVALID_ENUM, "device = %d is not a convfind_device",
+                       (int)o->device);
     if (o->find_validate != 0 && o->find_validate != 1)
         return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "find_validate = %d is neither 0 nor 1",
                        o->find_validate);
@@ -96,11 +132,17 @@ convfind_status convfind_context_create(const convfind_context_options *options,
     ctx->num_threads = options->num_threads ? options->num_threads : online_cores();
     int n_algos;
     cf_algos(&n_algos);
+#ifdef CONVFIND_HAVE_CUDA
+    if (options->device == CONVFIND_DEVICE_CUDA) /* a decision lists every configuration */
+        n_algos = CF_CUDA_MAX_VARIANTS + 1;
+#endif
     if (options->db_path && !(ctx->db_path = strdup(options->db_path)))
         st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot copy db_path");
     ctx->options.db_path = ctx->db_path;
     if (st == CONVFIND_OK && !(ctx->cache = cf_cache_create(ctx->options.cache_bytes, n_algos)))
         st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate the decision cache");
+    if (st == CONVFIND_OK && options->device == CONVFIND_DEVICE_CUDA)
+        st = open_cuda(ctx, options);
     if (st == CONVFIND_OK)
         st = open_db(ctx, options);
     if (st == CONVFIND_OK)
@@ -124,6 +166,9 @@ void convfind_context_destroy(convfind_context *context)
     cf_db_close(context->db); /* after the tuner, which stores what it measures */
     cf_threadpool_destroy(context->pool);
     cf_cache_destroy(context->cache);
+#ifdef CONVFIND_HAVE_CUDA
+    cf_cuda_device_close(context->cuda);
+#endif
     free(context->db_path);
     free(context);
 }
@@ -131,7 +176,12 @@ void convfind_context_destroy(convfind_context *context)
 convfind_status cf_context_key(const convfind_context *ctx, const cf_problem *p, cf_key *key)
 {
     cf_fingerprint fp;
-    cf_fingerprint_detect(&fp, ctx->num_threads, ctx->options.workspace_limit);
+#ifdef CONVFIND_HAVE_CUDA
+    if (ctx->cuda)
+        cf_cuda_fingerprint(ctx->cuda, ctx->options.workspace_limit, &fp);
+    else
+#endif
+        cf_fingerprint_detect(&fp, ctx->num_threads, ctx->options.workspace_limit);
     return cf_key_make(p, &fp, key);
 }
 
@@ -147,12 +197,44 @@ void cf_context_find_config(const convfind_context *ctx, const char *incumbent,
     cfg->retune = NULL;
 }
 
+cf_backend cf_context_backend(const convfind_context *ctx)
+{
+    return ctx->cuda ? CF_BACKEND_CUDA : CF_BACKEND_CPU;
+}
+
+extern const cf_algo cf_algo_cpu_reference;
+
+const cf_algo *cf_context_reference(const convfind_context *ctx)
+{
+#ifdef CONVFIND_HAVE_CUDA
+    if (ctx->cuda)
+        return &cf_algo_cuda_direct;
+#endif
+    (void)ctx;
+    return &cf_algo_cpu_reference;
+}
+
+convfind_status cf_context_heuristic(const convfind_context *ctx, const cf_problem *p,
+                                     cf_decision *out)
+{
+#ifdef CONVFIND_HAVE_CUDA
+    if (ctx->cuda)
+        return cf_cuda_find_heuristic(ctx->cuda, p, out);
+#endif
+    return cf_find_heuristic(p, ctx->find_workspace_limit, out);
+}
+
 convfind_status cf_context_measure(convfind_context *ctx, const cf_problem *p,
                                    const cf_find_config *cfg, cf_decision *out)
 {
     struct timespec t0, t1;
     clock_gettime(CLOCK_MONOTONIC, &t0);
+#ifdef CONVFIND_HAVE_CUDA
+    convfind_status st = ctx->cuda ? cf_cuda_find_measure(ctx->cuda, p, cfg, out)
+                                   : cf_find_measure(p, cfg, out);
+#else
     convfind_status st = cf_find_measure(p, cfg, out);
+#endif
     clock_gettime(CLOCK_MONOTONIC, &t1);
     int64_t ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
     atomic_fetch_add_explicit(&ctx->finds, 1, memory_order_relaxed);

@@ -27,6 +27,7 @@
 #include "util/threadpool.h"
 
 typedef struct cf_deferred cf_deferred;
+typedef struct cf_cuda_device cf_cuda_device;
 
 struct convfind_context {
     convfind_context_options options; /* options.db_path points at db_path below */
@@ -37,6 +38,7 @@ struct convfind_context {
     cf_db *db;                        /* the find database (src/db/); never NULL once created */
     cf_deferred *deferred;            /* DEFERRED policy only */
     size_t find_workspace_limit;      /* the workspace class's bound (key.h) */
+    cf_cuda_device *cuda;             /* CUDA contexts only (src/cuda/device.h), else NULL */
     atomic_uint_fast64_t finds, find_ns, fallbacks, deferred_updates;
 };
 
@@ -45,6 +47,7 @@ typedef struct cf_prepared {
     cf_cache_entry *entry;      /* referenced; NULL for a forced algorithm */
     const cf_cache_entry *view; /* the entry whose decision this uses (entry or a successor) */
     const cf_algo *algo;        /* first choice */
+    char name[CF_ALGO_NAME_MAX]; /* its full name (a variant's parameters included) */
     void *state;                /* algo->prepare() output */
     size_t workspace;
     convfind_decision_source source; /* when entry is NULL: HEURISTIC or FORCED */
@@ -72,6 +75,16 @@ convfind_status cf_context_key(const convfind_context *ctx, const cf_problem *p,
 /* Find's configuration on `ctx`; `incumbent` and `cancel` may be NULL. */
 void cf_context_find_config(const convfind_context *ctx, const char *incumbent,
                             const atomic_bool *cancel, cf_find_config *cfg);
+
+/* The backend whose algorithms `ctx` offers (CUDA for a CUDA context). */
+cf_backend cf_context_backend(const convfind_context *ctx);
+
+/* The backend's algorithm that runs every problem: the fallback of last resort. */
+const cf_algo *cf_context_reference(const convfind_context *ctx);
+
+/* The heuristic decision on `ctx`'s backend (see cf_find_heuristic). */
+convfind_status cf_context_heuristic(const convfind_context *ctx, const cf_problem *p,
+                                     cf_decision *out);
 
 /* Runs Find and accounts for it in the context's statistics. */
 convfind_status cf_context_measure(convfind_context *ctx, const cf_problem *p,

@@ -10,6 +10,7 @@
  */
 #include "core/context.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,8 +18,6 @@
 #include "find/algos.h"
 #include "find/policy.h"
 #include "util/error.h"
-
-extern const cf_algo cf_algo_cpu_reference;
 
 static atomic_int fault_kind;
 
@@ -52,21 +51,36 @@ static bool runnable(const cf_candidate_stats *c)
     return c->status == CF_CAND_OK || c->status == CF_CAND_ABANDONED;
 }
 
-/* Prepares `algo` for `p` if it is usable under `limit`. */
-static bool try_prepare(const cf_algo *algo, const cf_problem *p, size_t limit, void **state,
-                        size_t *workspace)
+/* Prepares `algo` (full name `name`) for `p` if it runs on the context's backend and is
+ * usable under `limit`.  A device algorithm's workspace is device memory that its backend
+ * manages within the same limit (docs/cuda.md), so none is allocated here. */
+static bool try_prepare(const convfind_context *ctx, const cf_algo *algo, const char *name,
+                        const cf_problem *p, size_t limit, void **state, size_t *workspace)
 {
     *state = NULL;
-    if (!algo || !cf_algo_usable(algo, p, limit, workspace))
+    *workspace = 0;
+    if (!algo || algo->backend != cf_context_backend(ctx))
         return false;
-    return !algo->prepare || algo->prepare(p, state) == CONVFIND_OK;
+    if (algo->backend == CF_BACKEND_CPU ? !cf_algo_usable(algo, p, limit, workspace)
+                                        : !algo->applicable(p))
+        return false;
+    if (cf_algo_prepare(algo, p, name, state) == CONVFIND_OK)
+        return true;
+    cf_clear_error();
+    return false;
+}
+
+static void set_name(cf_prepared *pr, const char *name)
+{
+    snprintf(pr->name, sizeof pr->name, "%s", name);
 }
 
 /* Binds the newest decision of `entry` (the reference taken over) or, with a NULL entry,
  * `forced`, to problem `p`. */
 static convfind_status prepared_new(const convfind_context *ctx, const cf_problem *p,
                                     cf_cache_entry *entry, const cf_algo *forced,
-                                    convfind_decision_source source, cf_prepared **out)
+                                    const char *forced_name, convfind_decision_source source,
+                                    cf_prepared **out)
 {
     cf_prepared *pr = calloc(1, sizeof *pr);
     if (!pr) {
@@ -80,15 +94,21 @@ static convfind_status prepared_new(const convfind_context *ctx, const cf_proble
         pr->view = cf_cache_latest(entry);
         const cf_decision *d = &pr->view->decision;
         for (int i = 0; i < d->n_candidates && !pr->algo; i++) {
-            const cf_algo *a = cf_algos_find(d->candidates[i].algo);
-            if (runnable(&d->candidates[i]) && try_prepare(a, p, limit, &pr->state, &pr->workspace))
+            const char *name = d->candidates[i].algo;
+            const cf_algo *a = cf_algos_find(name);
+            if (runnable(&d->candidates[i]) &&
+                try_prepare(ctx, a, name, p, limit, &pr->state, &pr->workspace)) {
                 pr->algo = a;
+                set_name(pr, name);
+            }
         }
-    } else if (try_prepare(forced, p, limit, &pr->state, &pr->workspace)) {
+    } else if (try_prepare(ctx, forced, forced_name, p, limit, &pr->state, &pr->workspace)) {
         pr->algo = forced;
+        set_name(pr, forced_name);
     }
     if (!pr->algo) {
-        pr->algo = &cf_algo_cpu_reference;
+        pr->algo = cf_context_reference(ctx);
+        set_name(pr, pr->algo->name);
         pr->state = NULL;
         pr->workspace = 0;
         if (!pr->algo->applicable(p)) {
@@ -111,7 +131,7 @@ static cf_prepared *current(const convfind_plan *cplan)
         return pr;
     cf_cache_retain(pr->entry);
     cf_prepared *np;
-    if (prepared_new(plan->context, &plan->problem, pr->entry, NULL, pr->source, &np) !=
+    if (prepared_new(plan->context, &plan->problem, pr->entry, NULL, NULL, pr->source, &np) !=
         CONVFIND_OK)
         return pr;
     if (!atomic_compare_exchange_strong_explicit(&plan->prepared, &pr, np, memory_order_acq_rel,
@@ -186,16 +206,16 @@ convfind_status convfind_plan_create(convfind_context *ctx, const convfind_probl
     cf_prepared *pr = NULL;
     st = cf_decision_get(ctx, problem, &plan->key, ctx->options.find_policy, &entry);
     if (st == CONVFIND_OK) {
-        st = prepared_new(ctx, problem, entry, NULL, CONVFIND_SOURCE_HEURISTIC, &pr);
+        st = prepared_new(ctx, problem, entry, NULL, NULL, CONVFIND_SOURCE_HEURISTIC, &pr);
     } else if (st != CONVFIND_ERR_UNSUPPORTED) {
         /* The decision could not be obtained (out of memory in Find): run the heuristic
          * choice uncached, so that nothing is pinned by a transient failure. */
         cf_decision d;
         cf_clear_error();
-        st = cf_find_heuristic(problem, ctx->find_workspace_limit, &d);
+        st = cf_context_heuristic(ctx, problem, &d);
         if (st == CONVFIND_OK)
-            st = prepared_new(ctx, problem, NULL, cf_algos_find(d.algo), CONVFIND_SOURCE_HEURISTIC,
-                              &pr);
+            st = prepared_new(ctx, problem, NULL, cf_algos_find(d.algo), d.algo,
+                              CONVFIND_SOURCE_HEURISTIC, &pr);
         cf_decision_clear(&d);
     }
     return plan_finish(plan, st, pr, out);
@@ -215,6 +235,10 @@ convfind_status convfind_plan_create_with_algorithm(convfind_context *ctx,
     if (!algo)
         return cf_fail(CONVFIND_ERR_NOT_FOUND, "no algorithm named \"%s\" in this build", name);
     size_t ws;
+    if (algo->backend != cf_context_backend(ctx))
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "algorithm \"%s\" runs on %s; this context "
+                       "runs on %s", name, algo->backend == CF_BACKEND_CPU ? "the CPU" : "a device",
+                       ctx->cuda ? "a CUDA device" : "the CPU");
     if (!algo->applicable(problem))
         return cf_fail(CONVFIND_ERR_UNSUPPORTED, "algorithm \"%s\" cannot run this problem", name);
     if (cf_algo_workspace(algo, problem, &ws) != CONVFIND_OK)
@@ -227,7 +251,7 @@ convfind_status convfind_plan_create_with_algorithm(convfind_context *ctx,
     if ((st = plan_new(ctx, problem, &plan)) != CONVFIND_OK)
         return st;
     cf_prepared *pr = NULL;
-    st = prepared_new(ctx, problem, NULL, algo, CONVFIND_SOURCE_FORCED, &pr);
+    st = prepared_new(ctx, problem, NULL, algo, name, CONVFIND_SOURCE_FORCED, &pr);
     if (st == CONVFIND_OK && pr->algo != algo) {
         prepared_free(pr);
         st = cf_fail(CONVFIND_ERR_BACKEND, "algorithm \"%s\" failed to prepare this problem", name);
@@ -249,9 +273,16 @@ void convfind_plan_destroy(convfind_plan *plan)
     free(plan);
 }
 
+/* The prepared algorithm's name: the registry's static string when it is a plain
+ * algorithm (so callers may keep it past the plan), the plan's copy for a variant. */
+static const char *prepared_name(const cf_prepared *pr)
+{
+    return strcmp(pr->name, pr->algo->name) == 0 ? pr->algo->name : pr->name;
+}
+
 const char *convfind_plan_algorithm(const convfind_plan *plan)
 {
-    return plan ? current(plan)->algo->name : NULL;
+    return plan ? prepared_name(current(plan)) : NULL;
 }
 
 convfind_status convfind_plan_get_info(const convfind_plan *plan, convfind_plan_info *info)
@@ -261,7 +292,7 @@ convfind_status convfind_plan_get_info(const convfind_plan *plan, convfind_plan_
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL", plan ? "info" : "plan");
     const cf_prepared *pr = current(plan);
     memset(info, 0, sizeof *info);
-    info->algorithm = pr->algo->name;
+    info->algorithm = prepared_name(pr);
     info->key = plan->key.text;
     info->key_hash = plan->key.hash;
     info->source = pr->source;
@@ -298,12 +329,14 @@ static convfind_status check_tensors(const convfind_plan *plan, const convfind_t
  * were made by this very algorithm.  `first`: the execution's first attempt, the one a
  * test fault hits. */
 static convfind_status run_algo(const convfind_plan *plan, const cf_algo *algo, const void *state,
-                                size_t workspace, const convfind_tensors *t, bool first)
+                                size_t workspace, const convfind_tensors *t, void *stream,
+                                bool first)
 {
-    cf_fault fault = first && algo != &cf_algo_cpu_reference ? cf_fault_get() : CF_FAULT_NONE;
+    cf_fault fault = first && algo != cf_context_reference(plan->context) ? cf_fault_get()
+                                                                           : CF_FAULT_NONE;
     cf_exec_args args = {
         .x = t->x, .w = t->w, .b = t->b, .z = t->z, .y = t->y,
-        .pool = plan->context->pool,
+        .pool = plan->context->pool, .stream = stream, .device = plan->context->cuda,
     };
     if (t->packed_w && t->packed_w->algo == algo)
         args.packed_w = t->packed_w->data;
@@ -327,40 +360,52 @@ static convfind_status run_algo(const convfind_plan *plan, const cf_algo *algo, 
 /* Down the ranked list after the plan's own algorithm failed: every other runnable
  * candidate, then the reference. */
 static convfind_status fall_back(const convfind_plan *plan, const cf_prepared *pr,
-                                 const convfind_tensors *t)
+                                 const convfind_tensors *t, void *stream)
 {
     const cf_decision *d = pr->view ? &pr->view->decision : NULL;
+    const cf_algo *ref = cf_context_reference(plan->context);
     for (int i = 0; d && i < d->n_candidates; i++) {
-        const cf_algo *a = cf_algos_find(d->candidates[i].algo);
+        const char *name = d->candidates[i].algo;
+        const cf_algo *a = cf_algos_find(name);
         void *state;
         size_t ws;
-        if (!a || a == pr->algo || a == &cf_algo_cpu_reference || !runnable(&d->candidates[i]) ||
-            !try_prepare(a, &plan->problem, plan->context->options.workspace_limit, &state, &ws))
+        if (!a || strcmp(name, pr->name) == 0 || a == ref || !runnable(&d->candidates[i]) ||
+            !try_prepare(plan->context, a, name, &plan->problem,
+                         plan->context->options.workspace_limit, &state, &ws))
             continue;
-        convfind_status st = run_algo(plan, a, state, ws, t, false);
+        convfind_status st = run_algo(plan, a, state, ws, t, stream, false);
         if (a->release)
             a->release(state);
         if (st == CONVFIND_OK)
             return st;
     }
-    return run_algo(plan, &cf_algo_cpu_reference, NULL, 0, t, false);
+    return run_algo(plan, ref, NULL, 0, t, stream, false);
 }
 
 convfind_status convfind_execute(const convfind_plan *plan, const convfind_tensors *t)
+{
+    return convfind_execute_on_stream(plan, t, NULL);
+}
+
+convfind_status convfind_execute_on_stream(const convfind_plan *plan, const convfind_tensors *t,
+                                           void *stream)
 {
     cf_clear_error();
     convfind_status st = check_tensors(plan, t);
     if (st != CONVFIND_OK)
         return st;
+    if (stream && !plan->context->cuda)
+        return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE,
+                       "stream %p given to a CPU context (streams are for CUDA contexts)", stream);
     if (t->packed_w && memcmp(&t->packed_w->problem, &plan->problem, sizeof plan->problem) != 0)
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE, "packed weights were made for another problem");
     const cf_prepared *pr = current(plan);
-    st = run_algo(plan, pr->algo, pr->state, pr->workspace, t, true);
-    if (st == CONVFIND_OK || pr->algo == &cf_algo_cpu_reference)
+    st = run_algo(plan, pr->algo, pr->state, pr->workspace, t, stream, true);
+    if (st == CONVFIND_OK || pr->algo == cf_context_reference(plan->context))
         return st;
     atomic_fetch_add_explicit(&plan->context->fallbacks, 1, memory_order_relaxed);
     cf_clear_error();
-    return fall_back(plan, pr, t);
+    return fall_back(plan, pr, t, stream);
 }
 
 convfind_status convfind_packed_weights_create(const convfind_plan *plan, const void *w,

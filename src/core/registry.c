@@ -18,6 +18,10 @@ extern const cf_algo cf_algo_cpu_gemm_1x1;
 extern const cf_algo cf_algo_cpu_im2col_gemm;
 extern const cf_algo cf_algo_cpu_convtranspose_gemm;
 extern const cf_algo cf_algo_cpu_reference;
+#ifdef CONVFIND_HAVE_CUDA
+extern const cf_algo cf_algo_cuda_cudnn;
+extern const cf_algo cf_algo_cuda_direct;
+#endif
 
 static const cf_algo *const registry[] = {
     &cf_algo_cpu_gemm_1x1,
@@ -27,6 +31,10 @@ static const cf_algo *const registry[] = {
     &cf_algo_cpu_winograd_f2x3,
     &cf_algo_cpu_im2col_gemm,
     &cf_algo_cpu_convtranspose_gemm,
+#ifdef CONVFIND_HAVE_CUDA
+    &cf_algo_cuda_cudnn,  /* CUDA contexts only (backend field); CPU Find skips them */
+    &cf_algo_cuda_direct,
+#endif
     &cf_algo_cpu_reference,
 };
 
@@ -36,14 +44,30 @@ const cf_algo *const *cf_registry(int *count)
     return registry;
 }
 
+bool cf_algo_matches(const cf_algo *algo, const char *name)
+{
+    size_t len = strlen(algo->name);
+    return strncmp(algo->name, name, len) == 0 &&
+           (name[len] == '\0' || (name[len] == ':' && algo->variants));
+}
+
 const cf_algo *cf_registry_find(const char *name)
 {
     int n;
     const cf_algo *const *all = cf_registry(&n);
     for (int i = 0; name && i < n; i++)
-        if (strcmp(all[i]->name, name) == 0)
+        if (cf_algo_matches(all[i], name))
             return all[i];
     return NULL;
+}
+
+convfind_status cf_algo_prepare(const cf_algo *algo, const cf_problem *p, const char *name,
+                                void **state)
+{
+    *state = NULL;
+    if (algo->prepare_named)
+        return algo->prepare_named(p, name, state);
+    return algo->prepare ? algo->prepare(p, state) : CONVFIND_OK;
 }
 
 int convfind_algorithm_count(void)

@@ -3,8 +3,10 @@
  * native in both layouts (depthwise.h says how each is vectorised).
  *
  * Depthwise layers do about 2 * k_sp FLOPs per output, so they are bound by memory
- * traffic, not FMAs, and are judged in bytes per second: both paths read X and write Y
- * once, with no layout conversion.  Any kernel size, stride, dilation, asymmetric pads,
+ * traffic, not FMAs, and are judged in bytes per second: both native paths read X and
+ * write Y once, with no layout conversion.  NCHW problems with narrow rows (MobileNet's
+ * 14x14 and 7x7 layers) instead transpose X and Y around the channels-last kernel: two
+ * extra passes cost less than vectors along rows of 7 or 14.  Any kernel size, stride, dilation, asymmetric pads,
  * 1-D to 3-D.  Weights need no packing for NCHW; for NHWC their [tap][M] transpose is
  * a few KiB, redone per execution in the workspace.
  */
@@ -36,9 +38,22 @@ static bool dw_applicable(const cf_problem *p)
     return p->op == CONVFIND_OP_CONV && p->dtype == CONVFIND_DTYPE_F32 && p->group == p->c;
 }
 
-/* Workspace parts (NHWC only): packed weights, channel-repeated X (multiplier > 1). */
+/* NCHW input rows narrower than this go through the channels-last kernel on transposed
+ * copies: vectors along so short a row would be mostly edge lanes.  Measured on
+ * MobileNetV2's layers: rows of 56 and 112 are faster in place, rows of 28 and below
+ * through the transposes. */
+#define DW_NARROW 48
+
+static bool dw_transposed(const cf_problem *p, const cf_dw_job *j)
+{
+    return p->layout == CONVFIND_LAYOUT_NCHW && j->s.in[2] < DW_NARROW;
+}
+
+/* Workspace parts, for the channels-last kernel only: packed weights, X with M channels
+ * per pixel (NHWC with multiplier > 1, or transposed NCHW), and Y channels-last
+ * (transposed NCHW). */
 typedef struct dw_ws {
-    size_t w, xrep;
+    size_t w, xrep, yt;
     cf_ws total;
 } dw_ws;
 
@@ -46,12 +61,14 @@ static dw_ws dw_ws_of(const cf_problem *p, const cf_dw_job *j)
 {
     dw_ws w = {0};
     cf_ws *t = &w.total;
-    if (p->layout == CONVFIND_LAYOUT_NHWC) {
+    bool transposed = dw_transposed(p, j);
+    if (p->layout == CONVFIND_LAYOUT_NHWC || transposed) {
         w.w = cf_ws_take(t, (size_t)p->w_elems, sizeof(float));
-        size_t rep = j->mult > 1 ? cf_ws_mul(t, cf_ws_mul(t, (size_t)p->n, (size_t)p->in_sp),
-                                             (size_t)p->m)
-                                 : 0;
+        size_t rep = j->mult > 1 || transposed
+                         ? cf_ws_mul(t, cf_ws_mul(t, (size_t)p->n, (size_t)p->in_sp), (size_t)p->m)
+                         : 0;
         w.xrep = cf_ws_take(t, rep, sizeof(float));
+        w.yt = cf_ws_take(t, transposed ? p->y_elems : 0, sizeof(float));
     }
     return w;
 }
@@ -132,6 +149,23 @@ static void dw_repeat_task(void *arg, size_t index)
             dst[c * r->mult + k] = src[c];
 }
 
+typedef struct dw_tr_run {
+    const cf_dw_kernels *k;
+    cf_dw_tr t;
+} dw_tr_run;
+
+static void dw_to_last_task(void *arg, size_t index)
+{
+    const dw_tr_run *r = arg;
+    r->k->to_last(&r->t, index);
+}
+
+static void dw_to_first_task(void *arg, size_t index)
+{
+    const dw_tr_run *r = arg;
+    r->k->to_first(&r->t, index);
+}
+
 static convfind_status dw_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
 {
     (void)state;
@@ -149,7 +183,29 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
     j.z = a->z;
     j.y = a->y;
     dw_run run = {dw_kernels(), &j, 1, 0};
-    if (p->layout == CONVFIND_LAYOUT_NHWC) {
+    if (dw_transposed(p, &j)) {
+        /* Sums and bias channels-last, residual and activation on the way back, so the
+         * epilogue keeps its order: act(conv + bias + z). */
+        cf_problem q = *p;
+        q.act = CONVFIND_ACT_NONE;
+        q.layout = CONVFIND_LAYOUT_NHWC;
+        j.p = &q;
+        float *wp = (float *)(base + ws.w);
+        dw_pack_nhwc(p, a->w, wp);
+        j.w = wp;
+        j.xc = p->m;
+        j.x = (float *)(base + ws.xrep);
+        j.y = (float *)(base + ws.yt);
+        j.z = NULL;
+        size_t blocks = (size_t)(p->n * ((p->m + CF_DW_TR_BLOCK - 1) / CF_DW_TR_BLOCK));
+        dw_tr_run in = {run.k, {p, a->x, (float *)j.x, NULL, j.mult}};
+        cf_parallel_for(a->pool, blocks, dw_to_last_task, &in);
+        size_t tasks = dw_split(&run, (size_t)(p->n * j.s.out[0] * j.s.out[1]),
+                                (size_t)(j.s.out[2] * p->m));
+        cf_parallel_for(a->pool, tasks, dw_row_task, &run);
+        dw_tr_run out = {run.k, {p, j.y, a->y, a->z, j.mult}};
+        cf_parallel_for(a->pool, blocks, dw_to_first_task, &out);
+    } else if (p->layout == CONVFIND_LAYOUT_NHWC) {
         float *wp = (float *)(base + ws.w);
         dw_pack_nhwc(p, a->w, wp);
         j.w = wp;

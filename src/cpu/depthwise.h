@@ -34,9 +34,25 @@ typedef struct cf_dw_job {
     float *y;
 } cf_dw_job;
 
+/* NCHW problems with narrow rows run the channels-last kernel between two transposes:
+ * X (NCHW) -> [n][pixel][M] (output channel m reading input channel m / mult), and the
+ * kernel's [n][pixel][M] (sums + bias) -> Y (NCHW) with residual and activation. */
+typedef struct cf_dw_tr {
+    const cf_problem *p;
+    const float *src;
+    float *dst;
+    const float *z;       /* residual (to_first only), or NULL */
+    int64_t mult;
+} cf_dw_tr;
+
+#define CF_DW_TR_BLOCK 16 /* channels per transpose task */
+
 typedef struct cf_dw_kernels {
     void (*nhwc_row)(const cf_dw_job *job, size_t row);     /* row = (n*OD + od)*OH + oh */
     void (*nchw_plane)(const cf_dw_job *job, size_t plane); /* plane = n*M + m */
+    /* task = n * ceil(M / CF_DW_TR_BLOCK) + channel block */
+    void (*to_last)(const cf_dw_tr *t, size_t task);
+    void (*to_first)(const cf_dw_tr *t, size_t task);
 } cf_dw_kernels;
 
 extern const cf_dw_kernels cf_dw_avx512, cf_dw_avx2, cf_dw_portable;

@@ -136,14 +136,14 @@ static void dw_nhwc_row(const cf_dw_job *j, size_t row)
     }
 }
 
-/* One vector of input lanes: lane l reads row[base + l * sw].  Interior: every lane is
- * inside the row (and, for stride 2, so is the float past the last lane that
- * cf_vload_even reads).  Otherwise lanes outside [0, iw_n) read as 0 and are never
- * touched; `idx` holds l * sw. */
+/* One vector of input lanes: lane l reads row[base + l * sw].  Away from the row's
+ * ends (for strides 1 and 2) that is one load, or two for the even lanes of stride 2
+ * (which also read the float past the last lane); otherwise lanes outside [0, iw_n) read
+ * as 0 and are never touched.  `idx` holds l * sw. */
 DW_INLINE cf_vf dw_lanes(const float *row, int64_t base, int64_t sw, int64_t iw_n,
-                         const int32_t *idx, const bool interior)
+                         const int32_t *idx)
 {
-    if (interior)
+    if (sw <= 2 && base >= 0 && base + CF_VL * sw <= iw_n)
         return sw == 1 ? cf_vload(row + base) : cf_vload_even(row + base);
     /* Lanes inside the row: [lo, hi), shifts instead of divisions for strides 1 and 2. */
     int64_t lo, hi;
@@ -170,8 +170,7 @@ DW_INLINE cf_vf dw_lanes(const float *row, int64_t base, int64_t sw, int64_t iw_
  * epilogue; kr holds the D and H tap ranges of the row. */
 DW_INLINE void dw_nchw_vectors(const cf_dw_job *j, const float *xplane, const float *w,
                                cf_vf bias, const int32_t *idx, const int64_t kr[4], int64_t od,
-                               int64_t oh, int64_t ow0, size_t y_row, const int nv,
-                               const bool interior)
+                               int64_t oh, int64_t ow0, size_t y_row, const int nv)
 {
     const cf_problem *p = j->p;
     const cf_geom3 *s = &j->s;
@@ -191,7 +190,7 @@ DW_INLINE void dw_nchw_vectors(const cf_dw_job *j, const float *xplane, const fl
             int64_t base = ow0 * sw - s->pad[2] + kw * s->dil[2];
 #pragma GCC unroll 4
             for (int r = 0; r < nv; r++)
-                acc[r] = cf_vfma(wv, dw_lanes(row, base + r * CF_VL * sw, sw, s->in[2], idx, interior),
+                acc[r] = cf_vfma(wv, dw_lanes(row, base + r * CF_VL * sw, sw, s->in[2], idx),
                                  acc[r]);
         }
     }
@@ -204,16 +203,6 @@ DW_INLINE void dw_nchw_vectors(const cf_dw_job *j, const float *xplane, const fl
             v = cf_vadd(v, cf_vload_n(j->z + y_row + ow, cnt));
         cf_vstore_n(j->y + y_row + ow, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);
     }
-}
-
-/* Whether nv full vectors from ow0 read only inside the row for every W tap. */
-static bool dw_interior(const cf_geom3 *s, int64_t ow0, int nv)
-{
-    int64_t sw = s->stride[2];
-    if (sw > 2 || ow0 + nv * CF_VL > s->out[2] || ow0 * sw - s->pad[2] < 0)
-        return false;
-    int64_t last = (ow0 + nv * CF_VL - 1) * sw + (sw - 1) - s->pad[2] + (s->k[2] - 1) * s->dil[2];
-    return last < s->in[2];
 }
 
 /* One (image, output channel) plane straight from NCHW X: vectors along W, with a
@@ -236,22 +225,87 @@ static void dw_nchw_plane(const cf_dw_job *j, size_t plane)
         dw_tap_range(od, s->stride[0], s->pad[0], s->dil[0], s->k[0], s->in[0], &kr[0], &kr[1]);
         dw_tap_range(oh, s->stride[1], s->pad[1], s->dil[1], s->k[1], s->in[1], &kr[2], &kr[3]);
         size_t y_row = y_plane + (size_t)((od * s->out[1] + oh) * s->out[2]);
-        for (int64_t ow0 = 0; ow0 < s->out[2];) {
-            if (dw_interior(s, ow0, DW_VECS)) {
-                dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, DW_VECS, true);
-                ow0 += DW_VECS * CF_VL;
-            } else {
-                if (dw_interior(s, ow0, 1))
-                    dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 1, true);
-                else
-                    dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 1, false);
-                ow0 += CF_VL;
+        for (int64_t ow0 = 0; ow0 < s->out[2]; ow0 += DW_VECS * CF_VL) {
+            int64_t nv = (dw_min(DW_VECS * CF_VL, s->out[2] - ow0) + CF_VL - 1) / CF_VL;
+            switch (nv) {
+            case 1: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 1); break;
+            case 2: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 2); break;
+            case 3: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 3); break;
+            default: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 4); break;
             }
         }
+    }
+}
+
+/* X (NCHW) -> [n][pixel][M] for one block of channels of one image: CF_VL x CF_VL
+ * blocks transposed in registers, edges element by element. */
+static void dw_to_last(const cf_dw_tr *t, size_t task)
+{
+    const cf_problem *p = t->p;
+    int64_t blocks = (p->m + CF_DW_TR_BLOCK - 1) / CF_DW_TR_BLOCK;
+    int64_t n = (int64_t)task / blocks, m0 = (int64_t)task % blocks * CF_DW_TR_BLOCK;
+    int64_t m1 = dw_min(m0 + CF_DW_TR_BLOCK, p->m), sp = p->in_sp;
+    float *dst = t->dst + n * sp * p->m;
+    for (int64_t mb = m0; mb < m1; mb += CF_VL) {
+        int64_t i = 0;
+        if (mb + CF_VL <= m1) {
+            const float *rows[CF_VL];
+            for (int l = 0; l < CF_VL; l++)
+                rows[l] = t->src + (n * p->c + (mb + l) / t->mult) * sp;
+            for (; i + CF_VL <= sp; i += CF_VL) {
+                cf_vf r[CF_VL];
+                for (int l = 0; l < CF_VL; l++)
+                    r[l] = cf_vload(rows[l] + i);
+                cf_vtranspose(r);
+                for (int q = 0; q < CF_VL; q++)
+                    cf_vstore(dst + (i + q) * p->m + mb, r[q]);
+            }
+        }
+        for (int64_t m = mb; m < dw_min(mb + CF_VL, m1); m++) {
+            const float *src = t->src + (n * p->c + m / t->mult) * sp;
+            for (int64_t k = i; k < sp; k++)
+                dst[k * p->m + m] = src[k];
+        }
+    }
+}
+
+/* [n][pixel][M] -> Y (NCHW) for one block of channels of one image, adding the residual
+ * and applying the activation on the way (bias is already in the sums). */
+static void dw_to_first(const cf_dw_tr *t, size_t task)
+{
+    const cf_problem *p = t->p;
+    int64_t blocks = (p->m + CF_DW_TR_BLOCK - 1) / CF_DW_TR_BLOCK;
+    int64_t n = (int64_t)task / blocks, m0 = (int64_t)task % blocks * CF_DW_TR_BLOCK;
+    int64_t m1 = dw_min(m0 + CF_DW_TR_BLOCK, p->m), sp = p->out_sp;
+    const float *src = t->src + n * sp * p->m;
+    for (int64_t mb = m0; mb < m1; mb += CF_VL) {
+        int64_t i = 0;
+        if (mb + CF_VL <= m1) {
+            for (; i + CF_VL <= sp; i += CF_VL) {
+                cf_vf r[CF_VL];
+                for (int q = 0; q < CF_VL; q++)
+                    r[q] = cf_vload(src + (i + q) * p->m + mb);
+                cf_vtranspose(r);
+                for (int l = 0; l < CF_VL; l++) {
+                    size_t off = (size_t)((n * p->m + mb + l) * sp + i);
+                    cf_vf v = r[l];
+                    if (t->z)
+                        v = cf_vadd(v, cf_vload(t->z + off));
+                    cf_vstore(t->dst + off, cf_vactivate(v, p->act, p->alpha, p->beta));
+                }
+            }
+        }
+        for (int64_t m = mb; m < dw_min(mb + CF_VL, m1); m++)
+            for (int64_t k = i; k < sp; k++) {
+                size_t off = (size_t)((n * p->m + m) * sp + k);
+                t->dst[off] = cf_epilogue_value(p, src[k * p->m + m], 0.0f, t->z ? t->z[off] : 0.0f);
+            }
     }
 }
 
 const cf_dw_kernels CF_SIMD_SYM(cf_dw) = {
     .nhwc_row = dw_nhwc_row,
     .nchw_plane = dw_nchw_plane,
+    .to_last = dw_to_last,
+    .to_first = dw_to_first,
 };

@@ -31,10 +31,10 @@
 /* Channel count of groups > 1 must be a multiple of this (every ISA's block divides it). */
 #define DBK_GROUP_ALIGN 16
 
-static const cf_dbk_kernels *dbk_kernels(void)
+const cf_dbk_kernels *cf_dbk_kernels_for(cf_isa isa)
 {
 #if defined(__x86_64__)
-    switch (cf_isa_active()) {
+    switch (isa) {
     case CF_ISA_AVX512F:
         return &cf_dbk_avx512;
     case CF_ISA_AVX2_FMA:
@@ -45,6 +45,8 @@ static const cf_dbk_kernels *dbk_kernels(void)
 #endif
     return &cf_dbk_portable;
 }
+
+static const cf_dbk_kernels *dbk_kernels(void) { return cf_dbk_kernels_for(cf_isa_active()); }
 
 /* Everything about the blocked layouts that follows from the problem and VL. */
 typedef struct dbk_geom {
@@ -254,10 +256,8 @@ static void dbk_convert_task(void *arg, size_t index)
         for (int64_t l = 0; l < lanes; l++)
             cf_split_phases(dst + l, vl, g->wq, sw, src + l, p->c, s->pad[2], iw_lo, iw_hi);
     } else {
-        for (int64_t l = 0; l < lanes; l++) {
-            const float *src = x + (n * p->c + c0 + l) * p->in_sp + sp;
-            cf_split_phases(dst + l, vl, g->wq, sw, src, 1, s->pad[2], iw_lo, iw_hi);
-        }
+        job->k->nchw_row(dst, x + (n * p->c + c0) * p->in_sp + sp, (ptrdiff_t)p->in_sp,
+                         (int)lanes, iw_lo, iw_hi, s->pad[2], sw, g->wq);
     }
 }
 

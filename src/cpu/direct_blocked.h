@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 
+#include "cpu/isa.h"
 #include "problem/problem.h"
 
 /* Longest pixel run of one tile, on every ISA. */
@@ -50,8 +51,17 @@ typedef struct cf_dbk_kernels {
     int vl;
     int max_np[5];        /* longest pixel run per nb (index 1..4); never increasing */
     void (*tile)(const cf_dbk_tile *t, const cf_dbk_store *s);
+    /* One NCHW input row into the blocked layout: channel l < lanes of pixel iw (in
+     * [iw_lo, iw_hi)) is src[l * ch_stride + iw], stored at padded position
+     * wp = iw + pad, i.e. dst[((wp % sw) * wq + wp / sw) * VL + l]. */
+    void (*nchw_row)(float *dst, const float *src, ptrdiff_t ch_stride, int lanes,
+                     int64_t iw_lo, int64_t iw_hi, int64_t pad, int64_t sw, int64_t wq);
 } cf_dbk_kernels;
 
 extern const cf_dbk_kernels cf_dbk_avx512, cf_dbk_avx2, cf_dbk_portable;
+
+/* The tile kernels of ISA level `isa` (portable on other architectures).  Also used by
+ * the Winograd algorithms for their batched products.  Static storage. */
+const cf_dbk_kernels *cf_dbk_kernels_for(cf_isa isa);
 
 #endif /* CONVFIND_CPU_DIRECT_BLOCKED_H */

@@ -49,20 +49,23 @@ static void dbk_store(const cf_dbk_store *s, const float *buf, int nb, int np)
         }
         return;
     }
-    /* Pixels innermost (NCHW): transpose one channel at a time into a pixel run. */
-    for (int m = 0; m < s->nm; m++) {
-        const float *src = buf + (m / CF_VL) * np * CF_VL + m % CF_VL;
-        float run[CF_DBK_MAX_NP];
-        for (int px = 0; px < np; px++)
-            run[px] = src[px * CF_VL];
-        cf_vf bias = cf_vbcast(s->bias ? s->bias[m] : 0.0f);
-        for (int px = 0; px < np; px += CF_VL) {
-            int cnt = np - px < CF_VL ? np - px : CF_VL;
-            ptrdiff_t off = m * s->ch_stride + px;
-            cf_vf v = cf_vadd(cf_vload_n(run + px, cnt), bias);
-            if (s->z)
-                v = cf_vadd(v, cf_vload_n(s->z + off, cnt));
-            cf_vstore_n(s->y + off, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);
+    /* Pixels innermost (NCHW): transpose VL pixels x VL channels in registers, so each
+     * vector becomes a run of one channel's pixels. */
+    for (int j = 0; j < nb && j * CF_VL < s->nm; j++) {
+        for (int px0 = 0; px0 < np; px0 += CF_VL) {
+            int cnt = np - px0 < CF_VL ? np - px0 : CF_VL;
+            cf_vf r[CF_VL];
+            for (int q = 0; q < CF_VL; q++)
+                r[q] = q < cnt ? cf_vload(buf + (j * np + px0 + q) * CF_VL) : cf_vzero();
+            cf_vtranspose(r);
+            for (int l = 0; l < CF_VL && j * CF_VL + l < s->nm; l++) {
+                int m = j * CF_VL + l;
+                ptrdiff_t off = m * s->ch_stride + px0;
+                cf_vf v = cf_vadd(r[l], cf_vbcast(s->bias ? s->bias[m] : 0.0f));
+                if (s->z)
+                    v = cf_vadd(v, cf_vload_n(s->z + off, cnt));
+                cf_vstore_n(s->y + off, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);
+            }
         }
     }
 }
@@ -132,8 +135,40 @@ static void dbk_tile(const cf_dbk_tile *t, const cf_dbk_store *s)
     }
 }
 
+/* VL pixels x VL channels at a time, transposed in registers; the stride phase and
+ * index of each pixel advance incrementally instead of by division. */
+static void dbk_nchw_row(float *dst, const float *src, ptrdiff_t ch_stride, int lanes,
+                         int64_t iw_lo, int64_t iw_hi, int64_t pad, int64_t sw, int64_t wq)
+{
+    int64_t wp = iw_lo + pad, ph = wp % sw, q = wp / sw;
+    int64_t iw = iw_lo;
+    for (; iw + CF_VL <= iw_hi; iw += CF_VL) {
+        cf_vf r[CF_VL];
+        for (int l = 0; l < CF_VL; l++)
+            r[l] = l < lanes ? cf_vload(src + l * ch_stride + iw) : cf_vzero();
+        cf_vtranspose(r);
+        for (int k = 0; k < CF_VL; k++) {
+            cf_vstore(dst + (ph * wq + q) * CF_VL, r[k]);
+            if (++ph == sw) {
+                ph = 0;
+                q++;
+            }
+        }
+    }
+    for (; iw < iw_hi; iw++) {
+        float *d = dst + (ph * wq + q) * CF_VL;
+        for (int l = 0; l < lanes; l++)
+            d[l] = src[l * ch_stride + iw];
+        if (++ph == sw) {
+            ph = 0;
+            q++;
+        }
+    }
+}
+
 const cf_dbk_kernels CF_SIMD_SYM(cf_dbk) = {
     .vl = CF_VL,
     .max_np = {0, DBK_NP(1), DBK_NP(2), DBK_NP(3), DBK_NP(4)},
     .tile = dbk_tile,
+    .nchw_row = dbk_nchw_row,
 };

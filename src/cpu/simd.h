@@ -22,6 +22,7 @@
  *                    both touch memory only for lanes in [lo, hi) (masked loads, which
  *                    do not fault on masked-out lanes), so p may point before the row
  *                    being read as long as those lanes are inside it
+ *   cf_vtranspose(r)  r[0..CF_VL) as a CF_VL x CF_VL matrix, transposed in registers
  *   cf_vgather(base, off, idx, mask)  lane l = base[off + idx[l]] where bit l of mask
  *                                    is set, else 0 (masked lanes are never read)
  *   cf_vscatter(base, idx, v, mask)  base[idx[l]] = lane l where bit l is set
@@ -83,6 +84,29 @@ static inline cf_vf cf_vload_even_lanes(const float *p, int lo, int hi)
                                            28, 30);
     return _mm512_permutex2var_ps(a, even, b);
 }
+static inline void cf_vtranspose(cf_vf r[CF_VL])
+{
+    cf_vf a[16], b[16], c[16];
+    for (int i = 0; i < 8; i++) {
+        a[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 4; i++)
+        for (int h = 0; h < 2; h++) {
+            __m512d x = _mm512_castps_pd(a[4 * i + h]), y = _mm512_castps_pd(a[4 * i + 2 + h]);
+            b[4 * i + 2 * h] = _mm512_castpd_ps(_mm512_unpacklo_pd(x, y));
+            b[4 * i + 2 * h + 1] = _mm512_castpd_ps(_mm512_unpackhi_pd(x, y));
+        }
+    for (int i = 0; i < 2; i++)
+        for (int j = 0; j < 4; j++) {
+            c[8 * i + j] = _mm512_shuffle_f32x4(b[8 * i + j], b[8 * i + 4 + j], 0x88);
+            c[8 * i + 4 + j] = _mm512_shuffle_f32x4(b[8 * i + j], b[8 * i + 4 + j], 0xdd);
+        }
+    for (int j = 0; j < 8; j++) {
+        r[j] = _mm512_shuffle_f32x4(c[j], c[8 + j], 0x88);
+        r[8 + j] = _mm512_shuffle_f32x4(c[j], c[8 + j], 0xdd);
+    }
+}
 static inline cf_vf cf_vgather(const float *base, int32_t off, const int32_t *idx, unsigned mask)
 {
     __m512i vi = _mm512_add_epi32(_mm512_set1_epi32(off), _mm512_loadu_si512(idx));
@@ -128,6 +152,24 @@ static inline cf_vf cf_vload_even(const float *p)
 {
     __m256 s = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _MM_SHUFFLE(2, 0, 2, 0));
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+static inline void cf_vtranspose(cf_vf r[CF_VL])
+{
+    cf_vf a[8], b[8];
+    for (int i = 0; i < 4; i++) {
+        a[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        a[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+    for (int i = 0; i < 2; i++)
+        for (int h = 0; h < 2; h++) {
+            __m256d x = _mm256_castps_pd(a[4 * i + h]), y = _mm256_castps_pd(a[4 * i + 2 + h]);
+            b[4 * i + 2 * h] = _mm256_castpd_ps(_mm256_unpacklo_pd(x, y));
+            b[4 * i + 2 * h + 1] = _mm256_castpd_ps(_mm256_unpackhi_pd(x, y));
+        }
+    for (int c = 0; c < 4; c++) {
+        r[c] = _mm256_permute2f128_ps(b[c], b[4 + c], 0x20);
+        r[4 + c] = _mm256_permute2f128_ps(b[c], b[4 + c], 0x31);
+    }
 }
 static inline cf_vf cf_vgather(const float *base, int32_t off, const int32_t *idx, unsigned mask)
 {
@@ -182,6 +224,15 @@ static inline cf_vf cf_vload_even(const float *p)
     for (int l = 0; l < CF_VL; l++)
         v[l] = p[2 * l];
     return v;
+}
+static inline void cf_vtranspose(cf_vf r[CF_VL])
+{
+    for (int i = 0; i < CF_VL; i++)
+        for (int j = i + 1; j < CF_VL; j++) {
+            float t = r[i][j];
+            r[i][j] = r[j][i];
+            r[j][i] = t;
+        }
 }
 static inline cf_vf cf_vgather(const float *base, int32_t off, const int32_t *idx, unsigned mask)
 {

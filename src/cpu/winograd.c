@@ -4,11 +4,12 @@
  * both layouts).  winograd.h describes the method and the data layout.
  *
  * An execution runs four parallel phases: pad X into [N][C][H'][W'], transform the
- * input tiles (per channel and group of tiles), alpha^2 GEMMs on sgemm's packed kernels
- * (per position), and transform the output with the fused epilogue (per output channel
- * and group of tiles).  The weights' transform U = G g G^T is computed in double and
- * packed once per ISA level; packed weights of another level are recomputed into the
- * workspace, since sgemm's panel shapes differ between levels.
+ * input tiles (per block of channels and group of tiles), the alpha^2 products on
+ * cpu.direct_blocked's tile kernel (per position, group of output blocks and run of
+ * tiles), and transform the output with the fused epilogue (per tile and block of
+ * output channels).  The weights' transform U = G g G^T is computed in double and
+ * packed once per vector length; packed weights of another ISA level are recomputed into
+ * the workspace.
  *
  * F(4x4,3x3) does 4x fewer multiplications than direct convolution, F(2x2,3x3) 2.25x,
  * at the price of larger rounding errors (docs/winograd.md gives measured bounds).
@@ -17,16 +18,16 @@
 #include <string.h>
 
 #include "core/algo.h"
-#include "cpu/gemm/sgemm.h"
+#include "cpu/direct_blocked.h"
 #include "cpu/isa.h"
 #include "cpu/winograd.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
 
-static const cf_wg_kernels *wg_kernels(int mt)
+static const cf_wg_kernels *wg_kernels(int mt, cf_isa isa)
 {
 #if defined(__x86_64__)
-    switch (cf_isa_active()) {
+    switch (isa) {
     case CF_ISA_AVX512F:
         return mt == 2 ? &cf_wg2_avx512 : &cf_wg4_avx512;
     case CF_ISA_AVX2_FMA:
@@ -61,16 +62,18 @@ static bool wg_applicable(const cf_problem *p, int mt)
     return xpad < 2147483647.0 && (double)p->y_elems < 2147483647.0;
 }
 
-/* Geometry of the job (no buffers). */
-static cf_wg_job wg_job_of(const cf_problem *p, int mt, const cf_sgemm_kernel *kern)
+/* Geometry of the job for vector length vl (no buffers). */
+static cf_wg_job wg_job_of(const cf_problem *p, int mt, int vl)
 {
-    cf_wg_job j = {.p = p, .mt = mt, .alpha = mt + 2, .nr = kern->nr};
+    cf_wg_job j = {.p = p, .mt = mt, .alpha = mt + 2, .vl = vl};
     j.tiles_h = (p->out[0] + mt - 1) / mt;
     j.tiles_w = (p->out[1] + mt - 1) / mt;
     j.ntiles = p->n * j.tiles_h * j.tiles_w;
+    j.groups = (j.ntiles + vl - 1) / vl;
+    j.cb = (p->c + vl - 1) / vl;
+    j.kb = (p->m + vl - 1) / vl;
     j.hp = j.tiles_h * mt + 2;
     j.wp = j.tiles_w * mt + 2;
-    j.ldm = (j.ntiles + 15) / 16 * 16;
     return j;
 }
 
@@ -78,20 +81,18 @@ static cf_wg_job wg_job_of(const cf_problem *p, int mt, const cf_sgemm_kernel *k
  * transformed per execution. */
 typedef struct wg_ws {
     size_t x, v, m, u, tmp;
-    size_t v_pos, u_pos, m_pos;
+    size_t v_pos, m_pos, u_pos;
     cf_ws total;
 } wg_ws;
 
-static wg_ws wg_ws_of(const cf_problem *p, const cf_wg_job *j, const cf_sgemm_kernel *kern)
+static wg_ws wg_ws_of(const cf_problem *p, const cf_wg_job *j)
 {
     wg_ws w = {0};
     cf_ws *t = &w.total;
-    size_t pos = (size_t)(j->alpha * j->alpha);
-    bool ovf = false;
-    w.v_pos = cf_sgemm_packed_b_floats(kern, (size_t)p->c, (size_t)j->ntiles, &ovf);
-    w.u_pos = cf_sgemm_packed_a_floats(kern, (size_t)p->m, (size_t)p->c, &ovf);
-    t->overflow |= ovf;
-    w.m_pos = cf_ws_mul(t, (size_t)p->m, (size_t)j->ldm);
+    size_t pos = (size_t)(j->alpha * j->alpha), vv = (size_t)(j->vl * j->vl);
+    w.v_pos = cf_ws_mul(t, cf_ws_mul(t, (size_t)j->cb, (size_t)j->groups), vv);
+    w.m_pos = cf_ws_mul(t, (size_t)j->ntiles, (size_t)(j->kb * j->vl));
+    w.u_pos = cf_ws_mul(t, cf_ws_mul(t, (size_t)j->kb, (size_t)j->cb), vv);
     size_t planes = cf_ws_mul(t, (size_t)p->n, (size_t)p->c);
     w.x = cf_ws_take(t, cf_ws_mul(t, planes, cf_ws_mul(t, (size_t)j->hp, (size_t)j->wp)),
                      sizeof(float));
@@ -104,12 +105,12 @@ static wg_ws wg_ws_of(const cf_problem *p, const cf_wg_job *j, const cf_sgemm_ke
 
 static convfind_status wg_workspace(const cf_problem *p, size_t *bytes, int mt)
 {
-    /* The level may change before execution: size for every level's GEMM kernel. */
+    /* The level may change before execution: size for every vector length. */
     size_t most = 0;
-    for (int level = 0; level < CF_ISA_COUNT; level++) {
-        const cf_sgemm_kernel *kern = cf_sgemm_kernel_for((cf_isa)level);
-        cf_wg_job j = wg_job_of(p, mt, kern);
-        wg_ws w = wg_ws_of(p, &j, kern);
+    const int vls[3] = {4, 8, 16};
+    for (int i = 0; i < 3; i++) {
+        cf_wg_job j = wg_job_of(p, mt, vls[i]);
+        wg_ws w = wg_ws_of(p, &j);
         if (w.total.overflow)
             return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.winograd_f%dx3 workspace for %lld x %lld "
                            "channels over %lld positions does not fit in size_t", mt,
@@ -124,17 +125,17 @@ static convfind_status wg_workspace(const cf_problem *p, size_t *bytes, int mt)
 /* ---- weights ---------------------------------------------------------------------- */
 
 typedef struct wg_packed {
-    const cf_sgemm_kernel *kern;
+    int vl;
     float *u;
 } wg_packed;
 
-/* U = G g G^T for every (k, c), packed per position as sgemm's A (K x C).  `tmp` holds
- * K * C floats. */
-static void wg_pack(const cf_problem *p, int mt, const cf_sgemm_kernel *kern, const float *w,
-                    float *dst, size_t u_pos, float *tmp)
+/* U = G g G^T for every (k, c), per position in cpu.direct_blocked's weight layout
+ * [K / VL][C / VL][VL c][VL k] (zero-padded).  `tmp` holds K * C floats. */
+static void wg_pack(const cf_problem *p, const cf_wg_job *j, const float *w, float *dst,
+                    size_t u_pos, float *tmp)
 {
-    int alpha = mt + 2;
-    const double(*G)[3] = mt == 2 ? wg_g2 : wg_g4;
+    int alpha = j->alpha, vl = j->vl;
+    const double(*G)[3] = j->mt == 2 ? wg_g2 : wg_g4;
     for (int r = 0; r < alpha; r++)
         for (int q = 0; q < alpha; q++) {
             for (int64_t kc = 0; kc < p->m * p->c; kc++) {
@@ -145,17 +146,22 @@ static void wg_pack(const cf_problem *p, int mt, const cf_sgemm_kernel *kern, co
                         s += G[r][a] * (double)g[a * 3 + b] * G[q][b];
                 tmp[kc] = (float)s;
             }
-            cf_sgemm_pack_a(kern, (size_t)p->m, (size_t)p->c, tmp, (ptrdiff_t)p->c, 1,
-                            dst + (size_t)(r * alpha + q) * u_pos);
+            float *d = dst + (size_t)(r * alpha + q) * u_pos;
+            for (int64_t ob = 0; ob < j->kb; ob++)
+                for (int64_t cb = 0; cb < j->cb; cb++)
+                    for (int ci = 0; ci < vl; ci++)
+                        for (int co = 0; co < vl; co++) {
+                            int64_t k = ob * vl + co, c = cb * vl + ci;
+                            *d++ = k < p->m && c < p->c ? tmp[k * p->c + c] : 0.0f;
+                        }
         }
 }
 
 static convfind_status wg_pack_weights(const cf_problem *p, const void *w, void **packed, int mt)
 {
     *packed = NULL;
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
-    cf_wg_job j = wg_job_of(p, mt, kern);
-    wg_ws ws = wg_ws_of(p, &j, kern);
+    cf_wg_job j = wg_job_of(p, mt, cf_dbk_kernels_for(cf_isa_active())->vl);
+    wg_ws ws = wg_ws_of(p, &j);
     if (ws.total.overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.winograd_f%dx3 packed weights do not fit", mt);
     size_t floats = ws.u_pos * (size_t)(j.alpha * j.alpha);
@@ -167,9 +173,9 @@ static convfind_status wg_pack_weights(const cf_problem *p, const void *w, void 
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of Winograd weights",
                        floats * sizeof(float));
     }
-    wg_pack(p, mt, kern, w, u, ws.u_pos, tmp);
+    wg_pack(p, &j, w, u, ws.u_pos, tmp);
     free(tmp);
-    pk->kern = kern;
+    pk->vl = j.vl;
     pk->u = u;
     *packed = pk;
     return CONVFIND_OK;
@@ -185,12 +191,18 @@ static void wg_free_packed(void *packed)
 
 /* ---- execution -------------------------------------------------------------------- */
 
+/* Tiles per product task, in runs of np: enough work per task to amortise claiming it. */
+#define WG_RUNS_PER_TASK 4
+
 typedef struct wg_run {
     const cf_wg_job *j;
     const cf_wg_kernels *k;
-    const cf_sgemm_kernel *kern;
+    const cf_dbk_kernels *dk;
     const float *x, *u;
     size_t u_pos;
+    cf_problem plain;  /* the problem without epilogue, for the products' stores */
+    int nb, np;        /* product tile: output blocks x tiles */
+    int64_t nobg, chunks;
 } wg_run;
 
 /* Pads plane (n, c) of X into xpad. */
@@ -224,13 +236,54 @@ static void wg_input_task(void *arg, size_t index)
     r->k->input(r->j, index);
 }
 
-static void wg_gemm_task(void *arg, size_t pos)
+/* One position, one group of nb output blocks, WG_RUNS_PER_TASK runs of np tiles: the
+ * products as a 1x1 convolution on the direct tile kernel, stored raw into M. */
+static void wg_product_task(void *arg, size_t index)
 {
     const wg_run *r = arg;
     const cf_wg_job *j = r->j;
-    cf_sgemm_packed(r->kern, (size_t)j->p->m, (size_t)j->ntiles, (size_t)j->p->c,
-                    r->u + pos * r->u_pos, j->v + pos * j->v_pos, j->mo + pos * j->mo_pos,
-                    (ptrdiff_t)j->ldm, 1, NULL, NULL);
+    int vl = j->vl;
+    int64_t chunk = (int64_t)index % r->chunks;
+    int64_t rest = (int64_t)index / r->chunks;
+    int64_t obg = rest % r->nobg, pos = rest / r->nobg;
+    static const ptrdiff_t tap0 = 0;
+    const float *v = j->v + (size_t)pos * j->v_pos;
+    const float *u = r->u + (size_t)pos * r->u_pos;
+    float *mo = j->mo + (size_t)pos * j->mo_pos;
+    int64_t w_ob = j->cb * vl * vl, ob0 = obg * r->nb;
+    int64_t obn = j->kb - ob0 < r->nb ? j->kb - ob0 : r->nb;
+    int64_t t_lo = chunk * WG_RUNS_PER_TASK * r->np;
+    int64_t t_hi = t_lo + WG_RUNS_PER_TASK * r->np < j->ntiles ? t_lo + WG_RUNS_PER_TASK * r->np
+                                                                : j->ntiles;
+    for (int64_t t0 = t_lo; t0 < t_hi; t0 += r->np) {
+        int np = t_hi - t0 < r->np ? (int)(t_hi - t0) : r->np;
+        for (int64_t ob = ob0; ob < ob0 + obn;) {
+            int nb = ob0 + obn - ob < 4 ? (int)(ob0 + obn - ob) : 4;
+            while (r->dk->max_np[nb] < np)
+                nb--;
+            int64_t nm = j->p->m - ob * vl < nb * vl ? j->p->m - ob * vl : nb * vl;
+            cf_dbk_tile t = {
+                .x = v + t0 * vl,
+                .tap = &tap0,
+                .ntaps = 1,
+                .ncb = (int)j->cb,
+                .x_cb = (ptrdiff_t)(j->groups * vl * vl),
+                .w = u + ob * w_ob,
+                .w_ob = (ptrdiff_t)w_ob,
+                .nb = nb,
+                .np = np,
+            };
+            cf_dbk_store st = {
+                .p = &r->plain,
+                .y = mo + t0 * j->kb * vl + ob * vl,
+                .nm = (int)nm,
+                .ch_stride = 1,
+                .px_stride = (ptrdiff_t)(j->kb * vl),
+            };
+            r->dk->tile(&t, &st);
+            ob += nb;
+        }
+    }
 }
 
 static void wg_output_task(void *arg, size_t index)
@@ -239,20 +292,36 @@ static void wg_output_task(void *arg, size_t index)
     r->k->output(r->j, index);
 }
 
+/* The product tile: the most accumulators per run of tiles, as cpu.direct_blocked picks
+ * its tile for a row. */
+static void wg_choose_tile(const cf_dbk_kernels *dk, const cf_wg_job *j, int *nb_out, int *np_out)
+{
+    int best_nb = 1, best_np = 1, best = 0;
+    for (int nb = 1; nb <= 4 && (nb == 1 || nb <= j->kb); nb++) {
+        int64_t runs = (j->ntiles + dk->max_np[nb] - 1) / dk->max_np[nb];
+        int np = (int)((j->ntiles + runs - 1) / runs);
+        if (nb * np >= best) {
+            best = nb * np;
+            best_nb = nb;
+            best_np = np;
+        }
+    }
+    *nb_out = best_nb;
+    *np_out = best_np;
+}
+
 static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, int mt)
 {
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
-    const cf_wg_kernels *k = wg_kernels(mt);
-    cf_wg_job j = wg_job_of(p, mt, kern);
-    wg_ws ws = wg_ws_of(p, &j, kern);
+    cf_isa isa = cf_isa_active();
+    const cf_dbk_kernels *dk = cf_dbk_kernels_for(isa);
+    const cf_wg_kernels *k = wg_kernels(mt, isa);
+    cf_wg_job j = wg_job_of(p, mt, k->vl);
+    wg_ws ws = wg_ws_of(p, &j);
     if (ws.total.overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.winograd_f%dx3 workspace does not fit", mt);
     if (!a->workspace || a->workspace_size < ws.total.bytes)
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE, "cpu.winograd_f%dx3 needs %zu bytes of "
                        "workspace, got %zu", mt, ws.total.bytes, a->workspace_size);
-    if (kern->nr % k->vl != 0)
-        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "cpu.winograd_f%dx3: GEMM panel width %d is "
-                       "not a multiple of the vector length %d", mt, kern->nr, k->vl);
     char *base = a->workspace;
     j.xpad = (float *)(base + ws.x);
     j.v = (float *)(base + ws.v);
@@ -264,18 +333,22 @@ static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, in
     j.y = a->y;
 
     const wg_packed *pk = a->packed_w;
-    const float *u = pk && pk->kern == kern ? pk->u : NULL;
+    const float *u = pk && pk->vl == j.vl ? pk->u : NULL;
     if (!u) {
         float *dst = (float *)(base + ws.u);
-        wg_pack(p, mt, kern, a->w, dst, ws.u_pos, (float *)(base + ws.tmp));
+        wg_pack(p, &j, a->w, dst, ws.u_pos, (float *)(base + ws.tmp));
         u = dst;
     }
-    wg_run run = {&j, k, kern, a->x, u, ws.u_pos};
-    int64_t groups = (j.ntiles + k->vl - 1) / k->vl;
+    wg_run run = {.j = &j, .k = k, .dk = dk, .x = a->x, .u = u, .u_pos = ws.u_pos, .plain = *p};
+    run.plain.act = CONVFIND_ACT_NONE;
+    wg_choose_tile(dk, &j, &run.nb, &run.np);
+    run.nobg = (j.kb + run.nb - 1) / run.nb;
+    run.chunks = (j.ntiles + WG_RUNS_PER_TASK * run.np - 1) / (WG_RUNS_PER_TASK * run.np);
+    size_t positions = (size_t)(j.alpha * j.alpha);
     cf_parallel_for(a->pool, (size_t)(p->n * p->c), wg_pad_task, &run);
-    cf_parallel_for(a->pool, (size_t)(p->c * groups), wg_input_task, &run);
-    cf_parallel_for(a->pool, (size_t)(j.alpha * j.alpha), wg_gemm_task, &run);
-    cf_parallel_for(a->pool, (size_t)(p->m * groups), wg_output_task, &run);
+    cf_parallel_for(a->pool, (size_t)(j.cb * j.groups), wg_input_task, &run);
+    cf_parallel_for(a->pool, positions * (size_t)(run.nobg * run.chunks), wg_product_task, &run);
+    cf_parallel_for(a->pool, (size_t)(j.ntiles * j.kb), wg_output_task, &run);
     return CONVFIND_OK;
 }
 

@@ -5,13 +5,19 @@
  * F(m x m, 3 x 3) with alpha = m + 2: every output tile of m x m pixels is
  *   Y = A^T [ U (.) V ] A,  U = G g G^T (weights, once),  V = B^T d B (alpha x alpha input)
  * and the elementwise products summed over input channels become alpha^2 independent
- * GEMMs  M_pos (K x tiles) = U_pos (K x C) * V_pos (C x tiles), run on cpu/gemm/sgemm.h.
- * The kernels work on VL tiles at once (one vector lane per tile):
- *   input   gathers the tiles' alpha x alpha patches of one channel from the padded input
- *           and writes V for all positions straight into sgemm's packed-B panels;
- *   output  reads M for one output channel, applies A^T . A, the fused epilogue, and
- *           scatters the m x m pixels of each tile into Y (either layout), masking the
- *           parts of edge tiles that fall outside Y.
+ * products  M_pos (tiles x K) = V_pos (tiles x C) * U_pos (C x K).  Those run on the
+ * register-blocked tile kernel of cpu.direct_blocked (direct_blocked.h) as a 1x1
+ * convolution: "pixels" are tiles, V_pos is its channel-blocked input and U_pos its
+ * packed weights, so they run as fast as the direct convolution's inner loop.
+ * Layouts per position, VL = the ISA's vector length:
+ *   V  [C / VL][groups * VL tiles][VL channels]   (zero past C and past the last tile)
+ *   M  [tile][kb * VL channels]
+ * The kernels work on VL tiles or VL channels at once:
+ *   input   gathers the alpha x alpha patches of VL tiles (one per lane) for each of VL
+ *           channels from the padded input, transforms them, and transposes each
+ *           position's VL x VL block into V's channels-innermost order;
+ *   output  reads M of one tile for VL output channels, applies A^T . A, the fused
+ *           epilogue, and stores the tile's pixels into Y (either layout).
  * Lanes address memory through 32-bit offsets: applicable() keeps the tensors below 2^31.
  */
 #ifndef CONVFIND_CPU_WINOGRAD_H
@@ -24,25 +30,25 @@
 
 typedef struct cf_wg_job {
     const cf_problem *p;
-    int mt, alpha;            /* output tile size (2 or 4) and alpha = mt + 2 */
+    int mt, alpha, vl;        /* output tile size (2 or 4), alpha = mt + 2, vector length */
     int64_t tiles_h, tiles_w; /* tiles per image */
     int64_t ntiles;           /* N * tiles_h * tiles_w; tile t = (n * tiles_h + ty) * tiles_w + tx */
+    int64_t groups;           /* groups of VL tiles: ceil(ntiles / VL) */
+    int64_t cb, kb;           /* blocks of VL input / output channels */
     int64_t hp, wp;           /* padded input plane: tiles_h * mt + 2 by tiles_w * mt + 2 */
     const float *xpad;        /* [N][C][hp][wp], zero outside X */
-    float *v;                 /* alpha^2 positions, each C x ntiles in packed-B form */
-    size_t v_pos;             /* floats per position of v */
-    int nr;                   /* sgemm's NR: tiles per packed-B panel (a multiple of VL) */
-    float *mo;                /* alpha^2 positions, each K x ldm (row = output channel) */
-    int64_t ldm;              /* >= ntiles rounded up to 16 */
-    size_t mo_pos;            /* floats per position of mo */
+    float *v;                 /* alpha^2 positions of V */
+    size_t v_pos;             /* floats per position of v: cb * groups * VL * VL */
+    float *mo;                /* alpha^2 positions of M */
+    size_t mo_pos;            /* floats per position of mo: ntiles * kb * VL */
     const float *b, *z;       /* bias, residual, or NULL */
     float *y;
 } cf_wg_job;
 
 typedef struct cf_wg_kernels {
     int vl;
-    void (*input)(const cf_wg_job *j, size_t task);  /* task = c * groups + tile group */
-    void (*output)(const cf_wg_job *j, size_t task); /* task = k * groups + tile group */
+    void (*input)(const cf_wg_job *j, size_t task);  /* task = channel block * groups + group */
+    void (*output)(const cf_wg_job *j, size_t task); /* task = tile * kb + output block */
 } cf_wg_kernels;
 
 extern const cf_wg_kernels cf_wg2_avx512, cf_wg2_avx2, cf_wg2_portable;

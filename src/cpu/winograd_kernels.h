@@ -80,80 +80,89 @@ WG_INLINE void wg_input(const cf_wg_job *j, size_t task, const int mt)
 {
     const int alpha = mt + 2;
     const cf_problem *p = j->p;
-    int64_t groups = (j->ntiles + CF_VL - 1) / CF_VL;
-    int64_t c = (int64_t)task / groups, g = (int64_t)task % groups;
+    int64_t cbi = (int64_t)task / j->groups, g = (int64_t)task % j->groups;
     wg_lanes L = wg_lanes_of(j, g);
     int32_t idx[CF_VL];
     for (int l = 0; l < CF_VL; l++)
         idx[l] = (int32_t)((L.n[l] * p->c * j->hp + L.ty[l] * mt) * j->wp + L.tx[l] * mt);
-    const float *base = j->xpad + c * j->hp * j->wp;
 
-    cf_vf d[WG_MAX_ALPHA * WG_MAX_ALPHA], t[WG_MAX_ALPHA * WG_MAX_ALPHA];
+    /* tr[pos][channel] holds VL tiles; transposed per position into [tile][channel]. */
+    cf_vf tr[WG_MAX_ALPHA * WG_MAX_ALPHA][CF_VL];
+    for (int l = 0; l < CF_VL; l++) {
+        int64_t c = cbi * CF_VL + l;
+        if (c >= p->c) {
+            for (int pos = 0; pos < alpha * alpha; pos++)
+                tr[pos][l] = cf_vzero();
+            continue;
+        }
+        const float *base = j->xpad + c * j->hp * j->wp;
+        cf_vf d[WG_MAX_ALPHA * WG_MAX_ALPHA], t[WG_MAX_ALPHA * WG_MAX_ALPHA];
 #pragma GCC unroll 6
-    for (int r = 0; r < alpha; r++)
+        for (int r = 0; r < alpha; r++)
+#pragma GCC unroll 6
+            for (int q = 0; q < alpha; q++)
+                d[r * alpha + q] = cf_vgather(base, (int32_t)(r * j->wp + q), idx, L.mask);
 #pragma GCC unroll 6
         for (int q = 0; q < alpha; q++)
-            d[r * alpha + q] = cf_vgather(base, (int32_t)(r * j->wp + q), idx, L.mask);
+            wg_in_1d(mt, d + q, t + q, alpha); /* columns */
 #pragma GCC unroll 6
-    for (int q = 0; q < alpha; q++)
-        wg_in_1d(mt, d + q, t + q, alpha); /* columns */
-#pragma GCC unroll 6
-    for (int r = 0; r < alpha; r++)
-        wg_in_1d(mt, t + r * alpha, d + r * alpha, 1); /* rows */
-
-    int64_t t0 = g * CF_VL;
-    float *dst = j->v + (size_t)((t0 / j->nr) * p->c * j->nr + c * j->nr + t0 % j->nr);
+        for (int r = 0; r < alpha; r++)
+            wg_in_1d(mt, t + r * alpha, d + r * alpha, 1); /* rows */
 #pragma GCC unroll 36
-    for (int pos = 0; pos < alpha * alpha; pos++)
-        cf_vstore(dst + pos * j->v_pos, d[pos]);
+        for (int pos = 0; pos < alpha * alpha; pos++)
+            tr[pos][l] = d[pos];
+    }
+    float *dst = j->v + (size_t)((cbi * j->groups + g) * CF_VL * CF_VL);
+    for (int pos = 0; pos < alpha * alpha; pos++) {
+        cf_vtranspose(tr[pos]);
+        for (int q = 0; q < CF_VL; q++)
+            cf_vstore(dst + pos * j->v_pos + q * CF_VL, tr[pos][q]);
+    }
 }
 
 WG_INLINE void wg_output(const cf_wg_job *j, size_t task, const int mt)
 {
     const int alpha = mt + 2;
     const cf_problem *p = j->p;
-    int64_t groups = (j->ntiles + CF_VL - 1) / CF_VL;
-    int64_t k = (int64_t)task / groups, g = (int64_t)task % groups;
-    wg_lanes L = wg_lanes_of(j, g);
-    int64_t oh = p->out[0], ow = p->out[1];
-    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
-    /* Element steps in Y between rows and columns, and each lane's tile origin. */
-    int64_t rstep = nhwc ? ow * p->m : ow, cstep = nhwc ? p->m : 1;
-    int32_t idx[CF_VL];
-    for (int l = 0; l < CF_VL; l++) {
-        int64_t pix = (int64_t)L.ty[l] * mt * ow + (int64_t)L.tx[l] * mt;
-        idx[l] = (int32_t)(nhwc ? ((int64_t)L.n[l] * p->out_sp + pix) * p->m
-                                : (int64_t)L.n[l] * p->m * p->out_sp + pix);
-    }
-    size_t kbase = (size_t)(nhwc ? k : k * p->out_sp);
+    int64_t t = (int64_t)task / j->kb, k0 = (int64_t)task % j->kb * CF_VL;
+    int cnt = p->m - k0 < CF_VL ? (int)(p->m - k0) : CF_VL;
+    int64_t per_image = j->tiles_h * j->tiles_w;
+    int64_t n = t / per_image, ty = t % per_image / j->tiles_w, tx = t % j->tiles_w;
+    int64_t oh_n = p->out[0], ow_n = p->out[1];
 
-    const float *src = j->mo + (size_t)(k * j->ldm + g * CF_VL);
-    cf_vf m[WG_MAX_ALPHA * WG_MAX_ALPHA], t[WG_MAX_ALPHA * 4], y[16];
+    const float *src = j->mo + (size_t)(t * j->kb * CF_VL + k0);
+    cf_vf m[WG_MAX_ALPHA * WG_MAX_ALPHA], tt[WG_MAX_ALPHA * 4], y[16];
 #pragma GCC unroll 36
     for (int pos = 0; pos < alpha * alpha; pos++)
         m[pos] = cf_vload(src + pos * j->mo_pos);
 #pragma GCC unroll 6
     for (int q = 0; q < alpha; q++)
-        wg_out_1d(mt, m + q, t + q, alpha, alpha); /* columns: t is mt x alpha */
+        wg_out_1d(mt, m + q, tt + q, alpha, alpha); /* columns: tt is mt x alpha */
 #pragma GCC unroll 4
     for (int r = 0; r < mt; r++)
-        wg_out_1d(mt, t + r * alpha, y + r * mt, 1, 1); /* rows */
+        wg_out_1d(mt, tt + r * alpha, y + r * mt, 1, 1); /* rows */
 
-    cf_vf bias = cf_vbcast(j->b ? j->b[k] : 0.0f);
-#pragma GCC unroll 4
-    for (int r = 0; r < mt; r++) {
-#pragma GCC unroll 4
-        for (int q = 0; q < mt; q++) {
-            unsigned mask = 0;
-            for (int l = 0; l < CF_VL; l++)
-                mask |= (unsigned)((int64_t)L.ty[l] * mt + r < oh &&
-                                   (int64_t)L.tx[l] * mt + q < ow) << l;
-            mask &= L.mask;
-            size_t off = kbase + (size_t)(r * rstep + q * cstep);
+    cf_vf bias = j->b ? cf_vload_n(j->b + k0, cnt) : cf_vzero();
+    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    int32_t idx[CF_VL];
+    for (int l = 0; l < CF_VL; l++)
+        idx[l] = (int32_t)(l * p->out_sp); /* NCHW: channels are planes apart */
+    unsigned mask = (unsigned)((1ull << cnt) - 1);
+    for (int r = 0; r < mt && ty * mt + r < oh_n; r++) {
+        for (int q = 0; q < mt && tx * mt + q < ow_n; q++) {
+            int64_t pix = (ty * mt + r) * ow_n + tx * mt + q;
             cf_vf v = cf_vadd(y[r * mt + q], bias);
-            if (j->z)
-                v = cf_vadd(v, cf_vgather(j->z, (int32_t)off, idx, mask));
-            cf_vscatter(j->y + off, idx, cf_vactivate(v, p->act, p->alpha, p->beta), mask);
+            if (nhwc) {
+                size_t off = (size_t)((n * p->out_sp + pix) * p->m + k0);
+                if (j->z)
+                    v = cf_vadd(v, cf_vload_n(j->z + off, cnt));
+                cf_vstore_n(j->y + off, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);
+            } else {
+                size_t off = (size_t)((n * p->m + k0) * p->out_sp + pix);
+                if (j->z)
+                    v = cf_vadd(v, cf_vgather(j->z, (int32_t)off, idx, mask));
+                cf_vscatter(j->y + off, idx, cf_vactivate(v, p->act, p->alpha, p->beta), mask);
+            }
         }
     }
 }

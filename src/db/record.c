@@ -173,7 +173,9 @@ static convfind_status check_algo_name(const char *field, const char *name)
 {
     for (const char *c = name; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
-              *c == '_' || *c == '-' || *c == '.' || *c == '+'))
+              *c == '_' || *c == '-' || *c == '.' || *c == '+' ||
+              /* parameterised algorithms, "cuda.cudnn:nhwc:e12:k3=2,5=1" (core/algo.h) */
+              *c == ':' || *c == '=' || *c == ','))
             return cf_fail(CONVFIND_ERR_IO, "record field \"%s\" = \"%s\" is not an algorithm name",
                            field, name);
     return CONVFIND_OK;

@@ -6,7 +6,6 @@
 #include <stdatomic.h>
 #include <string.h>
 
-
 static _Atomic(const cf_algo *const *) override_list;
 static atomic_int override_count;
 
@@ -25,19 +24,9 @@ const cf_algo *cf_algos_find(const char *name)
     int n;
     const cf_algo *const *all = cf_algos(&n);
     for (int i = 0; name && i < n; i++)
-        if (strcmp(all[i]->name, name) == 0)
+        if (cf_algo_matches(all[i], name))
             return all[i];
     return NULL;
-}
-
-int cf_algos_index(const cf_algo *algo)
-{
-    int n;
-    const cf_algo *const *all = cf_algos(&n);
-    for (int i = 0; i < n; i++)
-        if (all[i] == algo)
-            return i;
-    return -1;
 }
 
 void cf_algos_override(const cf_algo *const *list, int count)
@@ -54,7 +43,11 @@ convfind_status cf_algo_workspace(const cf_algo *algo, const cf_problem *p, size
 
 bool cf_algo_usable(const cf_algo *algo, const cf_problem *p, size_t limit, size_t *workspace)
 {
-    if (!algo->applicable(p) || cf_algo_workspace(algo, p, workspace) != CONVFIND_OK)
+    *workspace = 0;
+    /* Host contexts offer host algorithms only: a device algorithm must never receive
+     * host pointers (core/algo.h, cf_backend). */
+    if (algo->backend != CF_BACKEND_CPU || !algo->applicable(p) ||
+        cf_algo_workspace(algo, p, workspace) != CONVFIND_OK)
         return false;
     return limit == 0 || *workspace <= limit;
 }

@@ -16,9 +16,6 @@ const cf_algo *const *cf_algos(int *count);
 /* The candidate named `name` in the current list, or NULL. */
 const cf_algo *cf_algos_find(const char *name);
 
-/* Its position in the current list (the heuristic's preference order), or -1. */
-int cf_algos_index(const cf_algo *algo);
-
 /* Test only: replaces the list (NULL restores the registry).  `list` must outlive its
  * use and must end with the reference.  Not to be called while contexts are in use. */
 void cf_algos_override(const cf_algo *const *list, int count);
@@ -26,8 +23,8 @@ void cf_algos_override(const cf_algo *const *list, int count);
 /* Workspace of `algo` for `p` (0 when it declares none), or CONVFIND_ERR_OVERFLOW. */
 convfind_status cf_algo_workspace(const cf_algo *algo, const cf_problem *p, size_t *bytes);
 
-/* True when `algo` runs `p` with a workspace within `limit` (0: unlimited); *workspace
- * receives the bytes. */
+/* True when `algo` is a CPU algorithm that runs `p` with a workspace within `limit`
+ * (0: unlimited); *workspace receives the bytes. */
 bool cf_algo_usable(const cf_algo *algo, const cf_problem *p, size_t limit, size_t *workspace);
 
 #endif /* CONVFIND_FIND_ALGOS_H */

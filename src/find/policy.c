@@ -75,7 +75,7 @@ convfind_status cf_decision_obtain(convfind_context *ctx, const cf_problem *p, c
         break;
     }
     *source = CF_SOURCE_HEURISTIC;
-    return cf_find_heuristic(p, ctx->find_workspace_limit, out);
+    return cf_context_heuristic(ctx, p, out);
 }
 
 convfind_status cf_decision_get(convfind_context *ctx, const cf_problem *p, const cf_key *key,

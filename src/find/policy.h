@@ -11,9 +11,11 @@
  *   EXHAUSTIVE  Find (then store it).
  *   DEFERRED    the heuristic choice, marked provisional; the background tuner measures.
  *
- * Until src/db/ is wired in, "stored" never finds anything, so REPLAY behaves as
- * HEURISTIC and HYBRID as EXHAUSTIVE, both with the memory cache.  The database's
- * lookup, lease (around Find) and store belong in cf_decision_obtain and nowhere else.
+ * "Stored" is the find database (src/db/, docs/db.md): HYBRID takes the key's lease
+ * before measuring, so concurrent processes measure a key once, and re-times only the
+ * top candidates of a record from another environment (db_env_policy RETUNE).  The
+ * database's lookup, lease and store on a miss belong in cf_decision_obtain; the
+ * background tuner and convfind_find also store what they measure.
  */
 #ifndef CONVFIND_FIND_POLICY_H
 #define CONVFIND_FIND_POLICY_H

@@ -277,10 +277,10 @@ static convfind_status resolve_activation(const convfind_conv_desc *d, cf_proble
 {
     const int used = act_param_count(d->activation);
     p->act = d->activation;
-    /* Parameters an activation does not read are zeroed so that they never split the
-     * decision key. */
-    p->alpha = used >= 1 ? d->alpha : 0.0f;
-    p->beta = used >= 2 ? d->beta : 0.0f;
+    /* Parameters an activation does not read are zeroed, and -0 becomes +0 (adding
+     * +0.0f does that), so that equal activations never split the decision key. */
+    p->alpha = used >= 1 ? d->alpha + 0.0f : 0.0f;
+    p->beta = used >= 2 ? d->beta + 0.0f : 0.0f;
     if (used >= 1 && isnan(d->alpha))
         return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "activation %s: alpha is NaN",
                        act_name(d->activation));

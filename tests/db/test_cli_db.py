@@ -67,6 +67,15 @@ def test_second_tune_measures_nothing(cli, tmp_path, lists):
     assert last_line(r) == (3, 3, 0)
 
 
+def test_csv_without_count(cli, tmp_path):
+    lines = CSV.splitlines()
+    no_count = [",".join(f for i, f in enumerate(line.split(",")) if i != 1) for line in lines]
+    (tmp_path / "nc.csv").write_text("\n".join(no_count) + "\n")
+    r = run(cli, tmp_path, "tune", "--budget-ms", "20", tmp_path / "nc.csv")
+    assert r.returncode == 0, r.stderr
+    assert last_line(r) == (3, 3, 0)
+
+
 def test_db_subcommands(cli, tmp_path, lists):
     assert run(cli, tmp_path, "tune", "--budget-ms", "20", lists[0]).returncode == 0
     r = run(cli, tmp_path, "db", "path")
@@ -101,6 +110,8 @@ def test_db_subcommands(cli, tmp_path, lists):
     (("tune", "bad.txt"), "MIOpenDriver conv -n 1 -F 2\n", 1),
     (("tune", "bad.txt"), "MIOpenDriver conv -n x\n", 1),
     (("tune", "bad.txt"), "name,count,n\nx,1,1\n", 1),
+    (("tune", "bad.txt"), "name,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group\n"
+                          "x,1,4,8,8,4,3,3,1,1,1,1,1,1,1,7\n", 1),
     (("db",), None, 2),
     (("db", "frobnicate"), None, 2),
     (("db", "show"), None, 2),

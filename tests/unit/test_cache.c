@@ -110,6 +110,7 @@ static void test_evicted_entry_lives_while_held(void **state)
     publish(c, e, "algo.held");
     cf_cache_stats_get(c, &st);
     size_t per = st.bytes;
+    cf_cache_release(e);
     cf_cache_destroy(c);
 
     c = cf_cache_create(2 * per, 4); /* room for two */

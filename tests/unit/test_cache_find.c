@@ -10,6 +10,7 @@
  * key run Find once.
  */
 #include <pthread.h>
+#include <stdio.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -173,7 +174,7 @@ typedef struct racer {
     convfind_context *ctx;
     const convfind_problem *p;
     pthread_barrier_t *start;
-    const char *algo;
+    char algo[64];
     convfind_status st;
 } racer;
 
@@ -184,7 +185,7 @@ static void *race(void *arg)
     pthread_barrier_wait(r->start);
     r->st = convfind_plan_create(r->ctx, r->p, &plan);
     if (r->st == CONVFIND_OK) {
-        r->algo = convfind_plan_algorithm(plan);
+        snprintf(r->algo, sizeof r->algo, "%s", convfind_plan_algorithm(plan));
         convfind_plan_destroy(plan);
     }
     return NULL;
@@ -207,7 +208,7 @@ static void test_single_flight(void **state)
         pthread_join(th[i], NULL);
     for (int i = 0; i < RACERS; i++) {
         assert_int_equal(r[i].st, CONVFIND_OK);
-        assert_ptr_equal(r[i].algo, r[0].algo);
+        assert_string_equal(r[i].algo, r[0].algo);
     }
     convfind_context_stats st = stats_of(ctx);
     assert_int_equal(st.finds, 1);

@@ -45,7 +45,7 @@ static void *run(void *arg)
 {
     worker *wk = arg;
     tu_data data[2];
-    const char *algo[2] = {NULL, NULL};
+    char algo[2][64] = {"", ""};
     for (int j = 0; j < 2; j++)
         tu_data_init(&data[j], wk->s->problems[wk->pair][j], wk->seed + (unsigned)j);
     pthread_barrier_wait(&wk->s->start);
@@ -65,9 +65,9 @@ static void *run(void *arg)
         else if (!tu_matches(&data[j]))
             wk->wrong++;
         const char *name = convfind_plan_algorithm(plan);
-        if (algo[j] && name != algo[j])
+        if (algo[j][0] && strcmp(name, algo[j]) != 0)
             wk->algo_changes++;
-        algo[j] = name;
+        snprintf(algo[j], sizeof algo[j], "%s", name);
         wk->executions++;
         convfind_plan_destroy(plan);
     }

@@ -14,11 +14,12 @@
  * summation order of L products plus bias and residual; the second term covers the
  * final rounding and the activation (all are 1-Lipschitz; sigmoid and tanh add a few
  * ulps of an output of magnitude <= 1).  c_family is 1 for direct sums (direct,
- * depthwise).  Winograd sums transformed values: each output is a linear combination of
- * transformed products whose magnitudes exceed the direct ones by the norms of the
- * transform matrices, so its c_family is larger (see docs/winograd.md for the measured
- * ratios and why these constants).  A dropped tap or channel costs about mag / L, far
- * above every bound, so a wrong index cannot pass.
+ * depthwise).  Winograd sums transformed values: a tile's error depends on its whole
+ * input patch and on the transform coefficients, not on the output's own window, so
+ * there mag is the largest |conv| of the output's (image, channel) plane and c_family
+ * is 1 for F(2x2,3x3) and 16 for F(4x4,3x3) (docs/winograd.md gives the measured
+ * ratios).  A dropped tap or channel costs about mag / L, far above every bound, so a
+ * wrong index cannot pass.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -452,9 +453,9 @@ static void test_depthwise_applicability(void **state)
     convfind_problem_destroy(p);
 }
 
-/* c_family for Winograd: measured worst err / ((L + 2) u mag) was about 1.3 (F2) and 9
- * (F4) over these problems at every level (docs/winograd.md); the constants leave a
- * margin of about 3x and stay far below the cost of a wrong tap. */
+/* c_family for Winograd: the measured worst err / ((L + 2) u mag_plane) was about 0.2
+ * (F2) and 5 (F4) over these problems at every level (docs/winograd.md); the constants
+ * leave a margin of 3x or more and stay far below the cost of a wrong tap. */
 static const family winograd_f2 = {"cpu.winograd_f2x3", gen_winograd, 1.0, true};
 static const family winograd_f4 = {"cpu.winograd_f4x3", gen_winograd, 16.0, true};
 

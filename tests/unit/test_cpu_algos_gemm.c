@@ -45,7 +45,10 @@ static uint32_t rnd(void)
     return (uint32_t)(rng_s >> 33);
 }
 
-static int64_t rnd_in(int64_t lo, int64_t hi) { return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1)); }
+static int64_t rnd_in(int64_t lo, int64_t hi)
+{
+    return lo + (int64_t)(rnd() % (uint32_t)(hi - lo + 1));
+}
 
 static float *rand_floats(size_t count)
 {

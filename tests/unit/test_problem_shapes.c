@@ -6,6 +6,7 @@
  * (output shape, and the same output when replayed with the resolved pads).  Rows where
  * an implementation refuses or differs say so; the expected values are the spec's.
  */
+#include <math.h>
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -248,9 +249,11 @@ static void test_describe(void **state)
     assert_true(convfind_problem_flops(p) == 2.0 * 64 * 56 * 56 * 64 * 9);
     convfind_problem_destroy(p);
 
-    p = resnet_layer(CONVFIND_ACT_CLIP, 0.0f, 6.0f);
+    /* Clip(-0, 6) is Clip(0, 6): one canonical form. */
+    p = resnet_layer(CONVFIND_ACT_CLIP, -0.0f, 6.0f);
     convfind_problem_describe(p, buf, sizeof buf);
     assert_non_null(strstr(buf, " act=clip:0,6"));
+    assert_false(signbit(p->alpha));
     convfind_problem_destroy(p);
 }
 

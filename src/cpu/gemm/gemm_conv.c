@@ -29,6 +29,16 @@ typedef struct packed_header {
     size_t group_floats; /* floats of one group's packed operand */
 } packed_header;
 
+/* Whether a Conv's GEMM has output pixels as rows and channels as columns (weights =
+ * packed B): NHWC, where that is the memory order.  (NCHW with few pixels, 7x7 maps,
+ * would waste fewer FMAs that way -- 49 pixels round to 56 rows instead of 64 columns --
+ * but C must then be stored transposed through the scratch tile, which measured slower
+ * than the wasted FMAs on ResNet-50's 7x7 layers; see docs/performance.md.) */
+static bool pixels_as_rows(const cf_problem *p)
+{
+    return p->op == CONVFIND_OP_CONV && p->layout == CONVFIND_LAYOUT_NHWC;
+}
+
 /* The weights of one group as a GEMM operand (see gemm_conv.h). */
 typedef struct w_operand {
     bool as_a;           /* packed as A (rows x cols = m x k) or as B (k x n) */
@@ -45,7 +55,7 @@ static w_operand weight_operand(const cf_problem *p)
     if (p->op == CONVFIND_OP_CONV_TRANSPOSE) {
         /* W: C x M/g x taps.  A[(m, tap), c] = W[c][m][tap]. */
         o = (w_operand){true, mg * ksp, cg, cg * mg * ksp, 1, (ptrdiff_t)(mg * ksp)};
-    } else if (p->layout == CONVFIND_LAYOUT_NCHW) {
+    } else if (!pixels_as_rows(p)) {
         o = (w_operand){true, mg, kdim, mg * kdim, (ptrdiff_t)kdim, 1};
     } else {
         o = (w_operand){false, kdim, mg, mg * kdim, 1, (ptrdiff_t)kdim};
@@ -173,7 +183,7 @@ static size_t conv_tile(const cf_problem *p)
 static ws_layout layout_of(const cf_problem *p, bool allow_in_place)
 {
     ws_layout l = {0};
-    l.in_place = allow_in_place && patches_are_x(p);
+    l.in_place = allow_in_place && patches_are_x(p) && !pixels_as_rows(p);
     cf_ws ws = {0};
     w_operand o = weight_operand(p);
     size_t wf = operand_floats_max(&o, &l.overflow);
@@ -238,7 +248,7 @@ typedef struct patch_job {
     int64_t xc, xs[3];    /* element strides: channel, spatial axes (geom3 order) */
     size_t cg, ksp;
     size_t pix0, npix;    /* the tile's output pixels */
-    size_t width;         /* panel width: NR (NCHW, B panels) or MR (NHWC, A panels) */
+    size_t width;         /* panel width: NR (pixels are B's columns) or MR (A's rows) */
     bool channels_last;
     float *dst;
 } patch_job;
@@ -335,11 +345,12 @@ static void patch_task(void *arg, size_t panel)
 typedef struct conv_chunk_job {
     patch_job *patch;
     const cf_sgemm_kernel *kern;
-    bool nhwc;
+    bool pixel_rows;          /* see pixels_as_rows() */
     size_t mg, kdim;
     const float *wg;          /* this group's packed weights */
     float *y;                 /* Y (and, at the same offset, Z) at the tile's first pixel */
-    ptrdiff_t rs;             /* Y row stride of the GEMM's C */
+    ptrdiff_t rs, cs;         /* Y strides of the GEMM's C */
+    ptrdiff_t ps;             /* Y stride from one pixel to the next */
     cf_sgemm_epilogue ep;
     size_t panels, chunks;
     const float *x_rows;      /* in place: X as B at the tile's first pixel, else NULL */
@@ -356,20 +367,20 @@ static void conv_chunk_task(void *arg, size_t index)
             patch_task(j->patch, q);
     size_t first = q0 * pj->width, end = q1 * pj->width < pj->npix ? q1 * pj->width : pj->npix;
     const float *panels = pj->dst + q0 * j->kdim * pj->width;
-    /* This chunk's pixels are C's columns (NCHW) or rows (NHWC) [first, end). */
-    ptrdiff_t shift = j->nhwc ? (ptrdiff_t)first * j->rs : (ptrdiff_t)first;
+    /* This chunk's pixels are C's rows or columns [first, end). */
+    ptrdiff_t shift = (ptrdiff_t)first * j->ps;
     cf_sgemm_epilogue ep = j->ep;
     if (ep.z != NULL)
         ep.z += shift;
     if (j->x_rows != NULL)
         cf_sgemm_packed_a(j->kern, j->mg, end - first, j->kdim, j->wg, j->x_rows + first, j->ldb,
-                          j->y + shift, j->rs, 1, &ep, NULL);
-    else if (j->nhwc)
+                          j->y + shift, j->rs, j->cs, &ep, NULL);
+    else if (j->pixel_rows)
         cf_sgemm_packed(j->kern, end - first, j->mg, j->kdim, panels, j->wg, j->y + shift, j->rs,
-                        1, &ep, NULL);
+                        j->cs, &ep, NULL);
     else
         cf_sgemm_packed(j->kern, j->mg, end - first, j->kdim, j->wg, panels, j->y + shift, j->rs,
-                        1, &ep, NULL);
+                        j->cs, &ep, NULL);
 }
 
 bool cf_gemm_conv_applicable(const cf_problem *p)
@@ -407,11 +418,11 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     const float *wpk = weights_for(kern, p, a, (float *)(ws + l.weights), &wgf);
     float *panels = (float *)(ws + l.panels);
 
-    const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC, pixel_rows = pixels_as_rows(p);
     const size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
     const size_t kdim = cg * (size_t)p->k_sp, out_sp = (size_t)p->out_sp;
     const size_t in_sp = (size_t)p->in_sp, M = (size_t)p->m, C = (size_t)p->c;
-    const size_t width = nhwc ? (size_t)kern->mr : (size_t)kern->nr;
+    const size_t width = pixel_rows ? (size_t)kern->mr : (size_t)kern->nr;
     const size_t tile = (l.tile + width - 1) / width * width;
 
     patch_job job = {.g = cf_geom3_of(p), .cg = cg, .ksp = (size_t)p->k_sp, .width = width,
@@ -422,7 +433,12 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     job.xs[1] = px * job.g.in[2];
     job.xs[0] = px * job.g.in[2] * job.g.in[1];
 
-    conv_chunk_job cj = {.patch = &job, .kern = kern, .nhwc = nhwc, .mg = mg, .kdim = kdim};
+    /* Y strides from pixel to pixel and channel to channel; C's rows are pixels or
+     * channels (pixels_as_rows). */
+    const ptrdiff_t ps = nhwc ? (ptrdiff_t)M : 1, chs = nhwc ? 1 : (ptrdiff_t)out_sp;
+    conv_chunk_job cj = {.patch = &job, .kern = kern, .pixel_rows = pixel_rows, .mg = mg,
+                         .kdim = kdim, .rs = pixel_rows ? ps : chs, .cs = pixel_rows ? chs : ps,
+                         .ps = ps, .ldb = in_sp};
     const size_t threads = (size_t)cf_threadpool_size(a->pool);
     const float *x = a->x, *b = a->b, *z = a->z;
     float *y = a->y;
@@ -435,17 +451,15 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                 job.pix0 = t0;
                 job.npix = np;
                 /* Offset of (image n, first channel of group g, pixel t0) in Y and Z. */
-                size_t yo = nhwc ? (size_t)n * out_sp * M + t0 * M + (size_t)g * mg
-                                 : ((size_t)n * M + (size_t)g * mg) * out_sp + t0;
-                cj.rs = nhwc ? (ptrdiff_t)M : (ptrdiff_t)out_sp;
+                size_t yo = (size_t)n * out_sp * M + (size_t)g * mg * (size_t)chs +
+                            t0 * (size_t)ps;
                 cj.y = y + yo;
                 cj.ep = (cf_sgemm_epilogue){.bias = b ? b + (size_t)g * mg : NULL,
-                                            .bias_per_col = nhwc, .z = z ? z + yo : NULL,
-                                            .rs_z = cj.rs, .cs_z = 1, .act = p->act,
+                                            .bias_per_col = pixel_rows, .z = z ? z + yo : NULL,
+                                            .rs_z = cj.rs, .cs_z = cj.cs, .act = p->act,
                                             .alpha = p->alpha, .beta = p->beta};
                 cj.panels = (np + width - 1) / width;
                 cj.x_rows = l.in_place ? job.xg + t0 : NULL;
-                cj.ldb = in_sp;
                 if (cj.panels >= threads) {
                     /* One parallel pass: each chunk packs its own panels and multiplies
                      * them, so there is a single wake-up of the pool per tile. */
@@ -460,13 +474,13 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                         cf_parallel_for(a->pool, cj.panels, patch_task, &job);
                     if (l.in_place)
                         cf_sgemm_packed_a(kern, mg, np, kdim, cj.wg, cj.x_rows, in_sp, cj.y, cj.rs,
-                                          1, &cj.ep, a->pool);
-                    else if (nhwc)
-                        cf_sgemm_packed(kern, np, mg, kdim, panels, cj.wg, cj.y, cj.rs, 1, &cj.ep,
-                                        a->pool);
+                                          cj.cs, &cj.ep, a->pool);
+                    else if (pixel_rows)
+                        cf_sgemm_packed(kern, np, mg, kdim, panels, cj.wg, cj.y, cj.rs, cj.cs,
+                                        &cj.ep, a->pool);
                     else
-                        cf_sgemm_packed(kern, mg, np, kdim, cj.wg, panels, cj.y, cj.rs, 1, &cj.ep,
-                                        a->pool);
+                        cf_sgemm_packed(kern, mg, np, kdim, cj.wg, panels, cj.y, cj.rs, cj.cs,
+                                        &cj.ep, a->pool);
                 }
             }
         }
@@ -514,7 +528,8 @@ static void gather_task(void *arg, size_t index)
     int64_t in_sp = g->in[0] * g->in[1] * g->in[2];
     const float *cm = j->cols + (int64_t)m * ksp * in_sp;
     float bias = j->b ? j->b[j->m0 + m] : 0.0f;
-    size_t ybase = j->y_image + (j->m0 + m) * (size_t)j->yc + (size_t)(o0 * j->ys[0] + o1 * j->ys[1]);
+    size_t ybase = j->y_image + (j->m0 + m) * (size_t)j->yc +
+                   (size_t)(o0 * j->ys[0] + o1 * j->ys[1]);
     for (int64_t o2 = 0; o2 < g->out[2]; o2++) {
         float acc = 0.0f;
         for (int64_t t0 = 0; t0 < g->k[0]; t0++) {

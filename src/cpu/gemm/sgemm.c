@@ -139,6 +139,7 @@ typedef struct gemm_job {
     size_t kc;                 /* K slice length */
     size_t mpanels, npanels;   /* MR / NR panels of C */
     size_t mblocks, nblocks;   /* task grid */
+    size_t b_block_max;        /* bytes of a task's B slice that still fit in L2 */
 } gemm_job;
 
 static float bias_at(const cf_sgemm_epilogue *ep, size_t i, size_t j)
@@ -204,19 +205,31 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t k0, size_t k
     _Alignas(64) float tile[CF_SGEMM_MR_MAX * CF_SGEMM_NR_MAX];
     cf_sgemm_tile_ep tep = {.accumulate = accumulate};
     if (accumulate) {
+        memset(tile, 0, sizeof tile); /* rows past `rows` are read, never stored */
         for (size_t r = 0; r < rows; r++)
             for (size_t j = 0; j < cols; j++)
                 tile[r * nr + j] = c[(ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c];
     }
     g->kern->ukernel(kc, a, b, g->ldb, tile, nr, cols, &tep);
-    for (size_t r = 0; r < rows; r++) {
-        for (size_t j = 0; j < cols; j++) {
-            float v = tile[r * nr + j];
+    /* Walk C along its smaller stride (a transposed C is written column by column). */
+    const bool by_cols = g->rs_c < g->cs_c;
+    const size_t outer = by_cols ? cols : rows, inner = by_cols ? rows : cols;
+    for (size_t u = 0; u < outer; u++) {
+        for (size_t v = 0; v < inner; v++) {
+            size_t r = by_cols ? v : u, j = by_cols ? u : v;
+            float val = tile[r * nr + j];
             if (last)
-                v = finish_value(&g->ep, v, i0 + r, j0 + j);
-            c[(ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c] = v;
+                val = finish_value(&g->ep, val, i0 + r, j0 + j);
+            c[(ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c] = val;
         }
     }
+}
+
+/* Asks for `floats` floats from `p` on into L2, one request per cache line. */
+static void prefetch_panel(const float *p, size_t floats)
+{
+    for (size_t i = 0; i < floats; i += 64 / sizeof(float))
+        __builtin_prefetch(p + i, 0, 2);
 }
 
 static void gemm_task(void *arg, size_t index)
@@ -228,10 +241,25 @@ static void gemm_task(void *arg, size_t index)
     size_t q0 = g->npanels * jb / g->nblocks, q1 = g->npanels * (jb + 1) / g->nblocks;
     for (size_t k0 = 0; k0 < g->k; k0 += g->kc) {
         size_t kc = g->k - k0 < g->kc ? g->k - k0 : g->kc;
-        for (size_t q = q0; q < q1; q++) {
-            const float *pb = g->pb + q * g->b_panel;
-            for (size_t p = p0; p < p1; p++)
-                do_tile(g, p * mr, q * nr, k0, kc, g->pa + p * g->k * mr, pb);
+        /* B column panels in groups that stay in L2 together; within a group, C is
+         * walked row block by row block, so it is written as a few long sequential
+         * streams (this matters when K is short and C traffic dominates).  A group of
+         * one panel is the BLIS order: the B micro-panel stays in L1 across A panels. */
+        bool a_beyond_l2 = (p1 - p0) * kc * mr * sizeof(float) > g->b_block_max;
+        size_t group = g->b_block_max / (kc * nr * sizeof(float));
+        group = group < 1 ? 1 : group;
+        for (size_t qg = q0; qg < q1; qg += group) {
+            size_t qe = q1 - qg < group ? q1 : qg + group;
+            for (size_t p = p0; p < p1; p++) {
+                /* The next A micro-panel lies K * MR floats further on; when A is
+                 * larger than L2 the hardware prefetcher restarts cold at every such
+                 * jump, so fetch it while this one computes. */
+                if (a_beyond_l2 && p + 1 < p1)
+                    prefetch_panel(g->pa + (p + 1) * g->k * mr + k0 * mr, kc * mr);
+                for (size_t q = qg; q < qe; q++)
+                    do_tile(g, p * mr, q * nr, k0, kc, g->pa + p * g->k * mr,
+                            g->pb + q * g->b_panel);
+            }
         }
     }
 }
@@ -285,6 +313,7 @@ static void run_gemm(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
     else
         g.act_after = ep->act != CONVFIND_ACT_NONE;
     g.kc = choose_kc(kern, k);
+    g.b_block_max = cf_cpu_caches()->l2 / 2;
 
     const size_t mr = (size_t)kern->mr;
     g.mpanels = (m + mr - 1) / mr;

@@ -20,22 +20,32 @@ tile_6xh(const int halves, size_t k, const float *a, const float *b, size_t ldb,
          size_t ldc,
          const __m256i mask[2], const cf_sgemm_tile_ep *ep)
 {
-    __m256 acc[MR][2];
-    for (int r = 0; r < MR; r++)
-        for (int h = 0; h < halves; h++)
-            acc[r][h] = _mm256_setzero_ps();
+    /* Named accumulators, not an array: GCC keeps arrays of vectors in memory inside
+     * the loop when only part of them is used (the one-vector variant). */
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define DECL(r) __m256 c##r##_0 = _mm256_setzero_ps(), c##r##_1 = _mm256_setzero_ps();
+#define STEP(r)                                                                          \
+    {                                                                                    \
+        __m256 av = _mm256_broadcast_ss(a + r);                                          \
+        c##r##_0 = _mm256_fmadd_ps(av, b0, c##r##_0);                                    \
+        if (halves == 2)                                                                 \
+            c##r##_1 = _mm256_fmadd_ps(av, b1, c##r##_1);                                \
+    }
+#define SAVE(r) acc[r][0] = c##r##_0, acc[r][1] = c##r##_1;
+    ROWS(DECL)
     for (size_t kk = 0; kk < k; kk++) {
-        __m256 bv[2];
-        for (int h = 0; h < halves; h++)
-            bv[h] = _mm256_maskload_ps(b + 8 * h, mask[h]);
-        for (int r = 0; r < MR; r++) {
-            __m256 av = _mm256_broadcast_ss(a + r);
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm256_fmadd_ps(av, bv[h], acc[r][h]);
-        }
+        __m256 b0 = _mm256_maskload_ps(b + 0, mask[0]);
+        __m256 b1 = halves == 2 ? _mm256_maskload_ps(b + 8, mask[1]) : b0;
+        ROWS(STEP)
         a += MR;
         b += ldb;
     }
+    __m256 acc[MR][2];
+    ROWS(SAVE)
+#undef ROWS
+#undef DECL
+#undef STEP
+#undef SAVE
     if (ep->accumulate)
         for (int r = 0; r < MR; r++)
             for (int h = 0; h < halves; h++)

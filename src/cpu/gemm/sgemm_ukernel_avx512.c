@@ -11,8 +11,8 @@
  * 12 x 32 variant measured no faster on Zen 5 and wastes more rows.)
  *
  * The last column panel uses masks instead of a scratch tile, and when at most 16
- * columns remain only one vector per row is computed.  The epilogue runs as flat loops
- * over the register tile so the accumulators never leave registers.
+ * columns remain only one vector per row is computed.  The epilogue is applied to each
+ * accumulator register just before its store, so the tile never goes through memory.
  */
 #include <immintrin.h>
 
@@ -21,64 +21,59 @@
 #define MR 8
 #define NR 32
 
+/* The epilogue of one vector of the tile (row r, columns 16h..16h+15), then its store.
+ * Takes the accumulator by value so it never has to leave its register. */
+static inline __attribute__((always_inline)) void
+finish_vec(__m512 v, int r, int h, float *c, size_t ldc, __mmask16 m, const cf_sgemm_tile_ep *ep)
+{
+    float *cp = c + (size_t)r * ldc + 16 * h;
+    if (ep->accumulate)
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, cp));
+    if (ep->bias_row)
+        v = _mm512_add_ps(v, _mm512_set1_ps(ep->bias_row[r]));
+    if (ep->bias_col)
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, ep->bias_col + 16 * h));
+    if (ep->z)
+        v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, ep->z + (size_t)r * ep->ldz + 16 * h));
+    if (ep->clamp == CF_SGEMM_CLAMP_RELU)
+        v = _mm512_max_ps(v, _mm512_setzero_ps());
+    else if (ep->clamp == CF_SGEMM_CLAMP_CLIP)
+        v = _mm512_min_ps(_mm512_set1_ps(ep->hi), _mm512_max_ps(_mm512_set1_ps(ep->lo), v));
+    _mm512_mask_storeu_ps(cp, m, v);
+}
+
 static inline __attribute__((always_inline)) void
 tile_8xh(const int halves, size_t k, const float *a, const float *b, size_t ldb, float *c,
-         size_t ldc,
-         const __mmask16 mask[2], const cf_sgemm_tile_ep *ep)
+         size_t ldc, const __mmask16 mask[2], const cf_sgemm_tile_ep *ep)
 {
-    __m512 acc[MR][2];
-    for (int r = 0; r < MR; r++)
-        for (int h = 0; h < halves; h++)
-            acc[r][h] = _mm512_setzero_ps();
+    /* Named accumulators, not an array: GCC keeps arrays of vectors in memory (inside
+     * the loop when only part of them is used, and through the epilogue). */
+#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5) X(6) X(7)
+#define DECL(r) __m512 c##r##_0 = _mm512_setzero_ps(), c##r##_1 = _mm512_setzero_ps();
+#define STEP(r)                                                                          \
+    {                                                                                    \
+        __m512 av = _mm512_set1_ps(a[r]);                                                \
+        c##r##_0 = _mm512_fmadd_ps(av, b0, c##r##_0);                                    \
+        if (halves == 2)                                                                 \
+            c##r##_1 = _mm512_fmadd_ps(av, b1, c##r##_1);                                \
+    }
+#define FINISH(r)                                                                        \
+    finish_vec(c##r##_0, r, 0, c, ldc, mask[0], ep);                                     \
+    if (halves == 2)                                                                     \
+        finish_vec(c##r##_1, r, 1, c, ldc, mask[1], ep);
+    ROWS(DECL)
     for (size_t kk = 0; kk < k; kk++) {
-        __m512 bv[2];
-        for (int h = 0; h < halves; h++)
-            bv[h] = _mm512_maskz_loadu_ps(mask[h], b + 16 * h);
-        for (int r = 0; r < MR; r++) {
-            __m512 av = _mm512_set1_ps(a[r]);
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm512_fmadd_ps(av, bv[h], acc[r][h]);
-        }
+        __m512 b0 = _mm512_maskz_loadu_ps(mask[0], b + 0);
+        __m512 b1 = halves == 2 ? _mm512_maskz_loadu_ps(mask[1], b + 16) : b0;
+        ROWS(STEP)
         a += MR;
         b += ldb;
     }
-    if (ep->accumulate)
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm512_add_ps(
-                    acc[r][h], _mm512_maskz_loadu_ps(mask[h], c + (size_t)r * ldc + 16 * h));
-    if (ep->bias_row)
-        for (int r = 0; r < MR; r++) {
-            __m512 bias = _mm512_set1_ps(ep->bias_row[r]);
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm512_add_ps(acc[r][h], bias);
-        }
-    if (ep->bias_col)
-        for (int h = 0; h < halves; h++) {
-            __m512 bias = _mm512_maskz_loadu_ps(mask[h], ep->bias_col + 16 * h);
-            for (int r = 0; r < MR; r++)
-                acc[r][h] = _mm512_add_ps(acc[r][h], bias);
-        }
-    if (ep->z)
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm512_add_ps(
-                    acc[r][h],
-                    _mm512_maskz_loadu_ps(mask[h], ep->z + (size_t)r * ep->ldz + 16 * h));
-    if (ep->clamp == CF_SGEMM_CLAMP_RELU) {
-        const __m512 zero = _mm512_setzero_ps();
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm512_max_ps(acc[r][h], zero);
-    } else if (ep->clamp == CF_SGEMM_CLAMP_CLIP) {
-        const __m512 lo = _mm512_set1_ps(ep->lo), hi = _mm512_set1_ps(ep->hi);
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm512_min_ps(hi, _mm512_max_ps(lo, acc[r][h]));
-    }
-    for (int r = 0; r < MR; r++)
-        for (int h = 0; h < halves; h++)
-            _mm512_mask_storeu_ps(c + (size_t)r * ldc + 16 * h, mask[h], acc[r][h]);
+    ROWS(FINISH)
+#undef ROWS
+#undef DECL
+#undef STEP
+#undef FINISH
 }
 
 static void ukernel_8x32(size_t k, const float *a, const float *b, size_t ldb, float *c,

@@ -1,0 +1,320 @@
+/*
+ * algos.c - cuda.cudnn and cuda.direct (see algos.h).
+ *
+ * A cuda.cudnn plan's prepared state is only the parsed configuration: portable and
+ * read-only, so one plan may run on many threads.  The finalized cuDNN plan is looked up
+ * in the executing thread's own cache (device.h) and built there on first use, so it is
+ * always bound to the handle that runs it.
+ */
+#include "cuda/algos.h"
+
+#include <cuda_runtime.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cuda/graph.h"
+#include "cuda/kernels.h"
+#include "util/error.h"
+
+#define ALIGN 256
+
+typedef struct cudnn_state {
+    cf_cudnn_config config;
+    char name[CF_CUDA_NAME_MAX];
+} cudnn_state;
+
+static size_t round_up(size_t v)
+{
+    return (v + ALIGN - 1) / ALIGN * ALIGN;
+}
+
+/* Buffers around the engine: X and Y in its layout when that is not the caller's, and
+ * W with channels last when the engine runs NHWC (W is always given in ONNX layout).
+ * Swapping an axis with one of size 1 moves nothing (a 1x1 kernel's W, a 1x1 image),
+ * so those use the caller's buffer as it is. */
+typedef struct layout_plan {
+    bool swap_x, swap_y, swap_w;
+    int64_t w_outer, w_inner;  /* W as [w_outer][w_inner][k_sp] */
+    size_t x_bytes, w_bytes, y_bytes;
+} layout_plan;
+
+static void layout_of(const cf_problem *p, convfind_layout engine, layout_plan *lp)
+{
+    const size_t e = cf_dtype_size(p->dtype);
+    const bool other = engine != p->layout;
+    const bool tr = p->op == CONVFIND_OP_CONV_TRANSPOSE;
+    lp->w_outer = tr ? p->c : p->m;
+    lp->w_inner = tr ? p->m / p->group : p->c / p->group;
+    lp->swap_x = other && p->c > 1 && p->in_sp > 1;
+    lp->swap_y = other && p->m > 1 && p->out_sp > 1;
+    lp->swap_w = engine == CONVFIND_LAYOUT_NHWC && lp->w_inner > 1 && p->k_sp > 1;
+    lp->x_bytes = lp->swap_x ? round_up(p->x_elems * e) : 0;
+    lp->y_bytes = lp->swap_y ? round_up(p->y_elems * e) : 0;
+    lp->w_bytes = lp->swap_w ? round_up(p->w_elems * e) : 0;
+}
+
+/* Weights packed once for an NHWC engine (convfind_packed_weights_create). */
+typedef struct packed_w {
+    convfind_layout layout;
+    void *w; /* device, [K][k...][C/group] */
+} packed_w;
+
+/* The calling thread's finalized plan of `s` for p, built on first use. */
+static convfind_status thread_plan(cf_cuda_thread *t, const cf_problem *p, const cudnn_state *s,
+                                   cf_cudnn_plan **out)
+{
+    if ((*out = cf_cuda_plan_lookup(t, p, s->name)))
+        return CONVFIND_OK;
+    convfind_status st = cf_cudnn_plan_create(t->handle, p, &s->config, out);
+    if (st == CONVFIND_OK)
+        cf_cuda_plan_insert(t, p, s->name, *out, cf_cudnn_plan_destroy);
+    return st;
+}
+
+static bool cudnn_applicable(const cf_problem *p)
+{
+    return cf_cudnn_expressible(p);
+}
+
+static convfind_status cudnn_prepare_named(const cf_problem *p, const char *name, void **state)
+{
+    (void)p;
+    cudnn_state *s = calloc(1, sizeof *s);
+    if (!s)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cuDNN configuration");
+    convfind_status st = cf_cudnn_config_parse(name, &s->config);
+    if (st != CONVFIND_OK || strlen(name) >= sizeof s->name) {
+        free(s);
+        return st != CONVFIND_OK ? st
+                                 : cf_fail(CONVFIND_ERR_NOT_FOUND, "name \"%s\" is too long", name);
+    }
+    strcpy(s->name, name);
+    *state = s;
+    return CONVFIND_OK;
+}
+
+static void cudnn_release(void *state)
+{
+    free(state);
+}
+
+static int cudnn_variants(const cf_problem *p, const void *device, char (*names)[64], int cap)
+{
+    const cf_cuda_device *d = device;
+    cf_cuda_thread *t;
+    int count = 0;
+    int prev = cf_cuda_enter(d);
+    if (cf_cudnn_expressible(p) && cf_cuda_thread_get(d, &t) == CONVFIND_OK) {
+        const convfind_layout layouts[2] = {
+            p->layout, p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
+                                                         : CONVFIND_LAYOUT_NHWC};
+        cf_cudnn_config c[CF_CUDA_MAX_VARIANTS];
+        for (int l = 0; l < 2 && count < cap; l++) {
+            int n = 0;
+            int room = cap - count < CF_CUDA_MAX_VARIANTS ? cap - count : CF_CUDA_MAX_VARIANTS;
+            if (cf_cudnn_enumerate(t->handle, p, layouts[l], c, room, &n) != CONVFIND_OK)
+                continue;
+            for (int i = 0; i < n; i++)
+                if (cf_cudnn_config_name(&c[i], names[count], 64))
+                    count++;
+        }
+    }
+    cf_cuda_leave(prev);
+    cf_clear_error();
+    return count;
+}
+
+static convfind_status aligned16(const cf_exec_args *a)
+{
+    const void *ptrs[5] = {a->x, a->w, a->y, a->b, a->z};
+    for (int i = 0; i < 5; i++)
+        if ((uintptr_t)ptrs[i] % 16)
+            return cf_fail(CONVFIND_ERR_UNSUPPORTED,
+                           "cuDNN engines need 16-byte aligned tensors; tensor %d is at %p", i,
+                           ptrs[i]);
+    return CONVFIND_OK;
+}
+
+static convfind_status launch_status(int err, const char *what)
+{
+    return err ? cf_cuda_fail(err, what) : CONVFIND_OK;
+}
+
+/* The whole call on the stream: swaps in, the engine, swap out, epilogue. */
+static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const cudnn_state *s,
+                                 const cf_exec_args *a)
+{
+    cf_cudnn_plan *plan;
+    convfind_status st = aligned16(a);
+    if (st != CONVFIND_OK || (st = thread_plan(t, p, s, &plan)) != CONVFIND_OK)
+        return st;
+    layout_plan lp;
+    layout_of(p, s->config.layout, &lp);
+    const size_t engine_ws = round_up(cf_cudnn_plan_workspace(plan));
+    const size_t total = engine_ws + lp.x_bytes + lp.y_bytes + lp.w_bytes;
+    const size_t limit = cf_cuda_workspace_limit(t->device);
+    if (limit && total > limit)
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "%s needs %zu workspace bytes, over the limit %zu",
+                       s->name, total, limit);
+    void *ws;
+    if ((st = cf_cuda_workspace_acquire(t, total, a->stream, &ws)) != CONVFIND_OK)
+        return st;
+    char *base = ws;
+    void *engine_buf = engine_ws ? base : NULL;
+    void *xb = base + engine_ws, *yb = base + engine_ws + lp.x_bytes;
+    void *wb = base + engine_ws + lp.x_bytes + lp.y_bytes;
+    const size_t e = cf_dtype_size(p->dtype);
+    const bool to_nhwc = s->config.layout == CONVFIND_LAYOUT_NHWC;
+    const void *x = a->x, *w = a->w;
+    void *y = lp.swap_y ? yb : a->y;
+    int err = 0;
+    if (lp.swap_x) {
+        err = to_nhwc ? cf_cuda_swap_axes(a->x, xb, e, p->n, p->c, p->in_sp, a->stream)
+                      : cf_cuda_swap_axes(a->x, xb, e, p->n, p->in_sp, p->c, a->stream);
+        x = xb;
+    }
+    const packed_w *pw = a->packed_w;
+    if (pw && pw->layout == s->config.layout && pw->w) {
+        w = pw->w;
+    } else if (!err && lp.swap_w) {
+        err = cf_cuda_swap_axes(a->w, wb, e, lp.w_outer, lp.w_inner, p->k_sp, a->stream);
+        w = wb;
+    }
+    st = launch_status(err, "layout change before cuDNN");
+    cudnnStatus_t cs = cudnnSetStream(t->handle, (cudaStream_t)a->stream);
+    if (st == CONVFIND_OK && cs != CUDNN_STATUS_SUCCESS)
+        st = cf_fail(CONVFIND_ERR_BACKEND, "cudnnSetStream: %s", cudnnGetErrorString(cs));
+    if (st == CONVFIND_OK)
+        st = cf_cudnn_plan_execute(t->handle, plan, x, w, y, engine_buf);
+    if (st == CONVFIND_OK && lp.swap_y)
+        st = launch_status(to_nhwc ? cf_cuda_swap_axes(yb, a->y, e, p->n, p->out_sp, p->m, a->stream)
+                                   : cf_cuda_swap_axes(yb, a->y, e, p->n, p->m, p->out_sp, a->stream),
+                           "layout change after cuDNN");
+    if (st == CONVFIND_OK && (p->has_bias || p->has_residual || p->act != CONVFIND_ACT_NONE))
+        st = launch_status(cf_cuda_epilogue(p, a->b, a->z, a->y, a->stream), "epilogue");
+    cf_cuda_workspace_release(t, ws, a->stream);
+    return st;
+}
+
+/* W in the configuration's layout, once, on the calling thread's current device (the
+ * context's; packing is not stream-ordered: it finishes before returning). */
+static convfind_status cudnn_pack_weights(const cf_problem *p, const void *state, const void *w,
+                                          void **packed)
+{
+    const cudnn_state *s = state;
+    layout_plan lp;
+    layout_of(p, s->config.layout, &lp);
+    packed_w *pw = calloc(1, sizeof *pw);
+    if (!pw)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate packed weights");
+    pw->layout = s->config.layout;
+    int err = 0;
+    if (lp.swap_w) {
+        err = cudaMalloc(&pw->w, lp.w_bytes);
+        if (!err)
+            err = cf_cuda_swap_axes(w, pw->w, cf_dtype_size(p->dtype), lp.w_outer, lp.w_inner,
+                                    p->k_sp, NULL);
+        if (!err)
+            err = cudaStreamSynchronize(NULL);
+    }
+    if (err) {
+        cudaGetLastError();
+        if (pw->w)
+            cudaFree(pw->w);
+        free(pw);
+        return cf_cuda_fail(err, "packing cuDNN weights");
+    }
+    *packed = pw;
+    return CONVFIND_OK;
+}
+
+static void cudnn_free_packed(void *packed)
+{
+    packed_w *pw = packed;
+    if (pw && pw->w)
+        cudaFree(pw->w);
+    free(pw);
+}
+
+static convfind_status cudnn_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
+{
+    const cf_cuda_device *d = a->device;
+    if (!d || !state)
+        return cf_fail(CONVFIND_ERR_BACKEND, "cuda.cudnn runs only on a CUDA context");
+    int prev = cf_cuda_enter(d);
+    cf_cuda_thread *t;
+    convfind_status st = cf_cuda_thread_get(d, &t);
+    if (st == CONVFIND_OK)
+        st = cudnn_run(t, p, state, a);
+    cf_cuda_leave(prev);
+    return st;
+}
+
+convfind_status cf_cuda_algo_workspace(const cf_cuda_device *d, const cf_problem *p,
+                                       const cf_algo *algo, const char *name, size_t *bytes)
+{
+    *bytes = 0;
+    if (algo != &cf_algo_cuda_cudnn)
+        return CONVFIND_OK;
+    cudnn_state s;
+    convfind_status st = cf_cudnn_config_parse(name, &s.config);
+    if (st != CONVFIND_OK)
+        return st;
+    snprintf(s.name, sizeof s.name, "%s", name);
+    int prev = cf_cuda_enter(d);
+    cf_cuda_thread *t;
+    cf_cudnn_plan *plan;
+    if ((st = cf_cuda_thread_get(d, &t)) == CONVFIND_OK &&
+        (st = thread_plan(t, p, &s, &plan)) == CONVFIND_OK) {
+        layout_plan lp;
+        layout_of(p, s.config.layout, &lp);
+        *bytes = round_up(cf_cudnn_plan_workspace(plan)) + lp.x_bytes + lp.y_bytes + lp.w_bytes;
+    }
+    cf_cuda_leave(prev);
+    return st;
+}
+
+const cf_algo cf_algo_cuda_cudnn = {
+    .name = "cuda.cudnn",
+    .family = "cudnn",
+    .applicable = cudnn_applicable,
+    .release = cudnn_release,
+    .pack_weights = cudnn_pack_weights,
+    .free_packed = cudnn_free_packed,
+    .execute = cudnn_execute,
+    .backend = CF_BACKEND_CUDA,
+    .variants = cudnn_variants,
+    .prepare_named = cudnn_prepare_named,
+};
+
+/* ------------------------------------------------------------------------- */
+/* cuda.direct                                                                */
+/* ------------------------------------------------------------------------- */
+
+static bool direct_applicable(const cf_problem *p)
+{
+    (void)p;
+    return true;
+}
+
+static convfind_status direct_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
+{
+    (void)state;
+    const cf_cuda_device *d = a->device;
+    if (!d)
+        return cf_fail(CONVFIND_ERR_BACKEND, "cuda.direct runs only on a CUDA context");
+    int prev = cf_cuda_enter(d);
+    int err = cf_cuda_direct_conv(p, a->x, a->w, a->b, a->z, a->y, a->stream);
+    cf_cuda_leave(prev);
+    return launch_status(err, "cuda.direct");
+}
+
+const cf_algo cf_algo_cuda_direct = {
+    .name = "cuda.direct",
+    .family = "direct",
+    .applicable = direct_applicable,
+    .execute = direct_execute,
+    .backend = CF_BACKEND_CUDA,
+};

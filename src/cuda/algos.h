@@ -1,0 +1,25 @@
+/*
+ * algos.h - the CUDA backend's algorithms (algos.c) as seen by its Find (find.c).
+ *
+ *   cuda.cudnn   every cuDNN engine configuration the heuristics offer, one variant
+ *                each (names in graph.h), in the caller's layout and in the other one
+ *                (transposed around the engine, timed end to end).
+ *   cuda.direct  the direct kernel (kernels.h): runs every problem; the fallback.
+ */
+#ifndef CONVFIND_CUDA_ALGOS_H
+#define CONVFIND_CUDA_ALGOS_H
+
+#include "core/algo.h"
+#include "cuda/device.h"
+
+#define CF_CUDA_MAX_VARIANTS 128
+
+extern const cf_algo cf_algo_cuda_cudnn;
+extern const cf_algo cf_algo_cuda_direct;
+
+/* Device workspace one execution of form `name` needs for `p` on `d` (finalizing and
+ * caching its plan on the calling thread).  CONVFIND_ERR_BACKEND when cuDNN refuses it. */
+convfind_status cf_cuda_algo_workspace(const cf_cuda_device *d, const cf_problem *p,
+                                       const cf_algo *algo, const char *name, size_t *bytes);
+
+#endif /* CONVFIND_CUDA_ALGOS_H */

@@ -1,0 +1,294 @@
+/*
+ * device.c - opening a device, its fingerprint, and the per-thread state (device.h).
+ */
+#include "cuda/device.h"
+
+#include <cuda_runtime.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "util/error.h"
+
+struct cf_cuda_device {
+    int index;
+    char name[256];
+    int cc_major, cc_minor;
+    size_t cudnn_version;
+    convfind_device_allocator alloc;
+    size_t workspace_limit;
+    pthread_key_t key;
+    pthread_mutex_t mu;          /* guards the thread list, never the execution path */
+    cf_cuda_thread *threads;
+};
+
+convfind_status cf_cuda_fail(int err, const char *what)
+{
+    return cf_fail(err == cudaErrorMemoryAllocation ? CONVFIND_ERR_OUT_OF_MEMORY
+                                                    : CONVFIND_ERR_BACKEND,
+                   "%s: CUDA error %d (%s)", what, err, cudaGetErrorString((cudaError_t)err));
+}
+
+int cf_cuda_usable(int index, char *why, size_t size)
+{
+    int count = 0;
+    cudaError_t err = cudaGetDeviceCount(&count);
+    const char *reason = NULL;
+    char buf[200];
+    if (err != cudaSuccess) {
+        snprintf(buf, sizeof buf, "no usable CUDA device: cudaGetDeviceCount says %s",
+                 cudaGetErrorString(err));
+        reason = buf;
+        cudaGetLastError(); /* the error is sticky only for this query */
+    } else if (index < 0 || index >= count) {
+        snprintf(buf, sizeof buf, "device_index = %d but %d CUDA device(s) are present", index,
+                 count);
+        reason = buf;
+    } else if (cudnnGetVersion() < 90000) {
+        snprintf(buf, sizeof buf, "cuDNN %zu is loaded; the backend needs cuDNN 9",
+                 cudnnGetVersion());
+        reason = buf;
+    }
+    if (why && size) {
+        strncpy(why, reason ? reason : "", size - 1);
+        why[size - 1] = '\0';
+    }
+    return reason == NULL;
+}
+
+static void thread_free(cf_cuda_thread *t)
+{
+    for (int i = 0; i < CF_CUDA_PLANS_PER_THREAD; i++)
+        if (t->plans[i].plan)
+            t->plans[i].destroy(t->plans[i].plan);
+    if (t->workspace)
+        cudaFree(t->workspace);
+    if (t->workspace_done)
+        cudaEventDestroy(t->workspace_done);
+    if (t->handle)
+        cudnnDestroy(t->handle);
+    free(t);
+}
+
+static void unlink_thread(cf_cuda_device *d, cf_cuda_thread *t)
+{
+    if (t->prev)
+        t->prev->next = t->next;
+    else
+        d->threads = t->next;
+    if (t->next)
+        t->next->prev = t->prev;
+}
+
+/* Thread exit: the state of a thread that used the device. */
+static void thread_exit(void *value)
+{
+    cf_cuda_thread *t = value;
+    cf_cuda_device *d = (cf_cuda_device *)t->device;
+    pthread_mutex_lock(&d->mu);
+    unlink_thread(d, t);
+    pthread_mutex_unlock(&d->mu);
+    int prev = cf_cuda_enter(d);
+    thread_free(t);
+    cf_cuda_leave(prev);
+}
+
+convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *alloc,
+                                    size_t workspace_limit, cf_cuda_device **out)
+{
+    *out = NULL;
+    char why[256];
+    if (!cf_cuda_usable(index, why, sizeof why))
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "CUDA context: %s", why);
+    if (alloc && (alloc->alloc == NULL) != (alloc->free == NULL))
+        return cf_fail(CONVFIND_ERR_NULL_POINTER,
+                       "device_allocator: alloc and free must both be set or both be NULL");
+    struct cudaDeviceProp prop;
+    cudaError_t err = cudaGetDeviceProperties(&prop, index);
+    if (err != cudaSuccess)
+        return cf_cuda_fail(err, "cudaGetDeviceProperties");
+    cf_cuda_device *d = calloc(1, sizeof *d);
+    if (!d)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a CUDA device");
+    d->index = index;
+    snprintf(d->name, sizeof d->name, "%s", prop.name);
+    d->cc_major = prop.major;
+    d->cc_minor = prop.minor;
+    d->cudnn_version = cudnnGetVersion();
+    if (alloc)
+        d->alloc = *alloc;
+    d->workspace_limit = workspace_limit;
+    if (pthread_key_create(&d->key, thread_exit) != 0) {
+        free(d);
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot create a thread-local key");
+    }
+    pthread_mutex_init(&d->mu, NULL);
+    *out = d;
+    return CONVFIND_OK;
+}
+
+void cf_cuda_device_close(cf_cuda_device *d)
+{
+    if (!d)
+        return;
+    pthread_key_delete(d->key); /* no thread_exit() will run for this device any more */
+    int prev = cf_cuda_enter(d);
+    while (d->threads) {
+        cf_cuda_thread *t = d->threads;
+        unlink_thread(d, t);
+        thread_free(t);
+    }
+    cf_cuda_leave(prev);
+    pthread_mutex_destroy(&d->mu);
+    free(d);
+}
+
+size_t cf_cuda_workspace_limit(const cf_cuda_device *d)
+{
+    return d->workspace_limit;
+}
+
+void cf_cuda_fingerprint(const cf_cuda_device *d, size_t limit, cf_fingerprint *fp)
+{
+    /* Versions first: a long device name may be cut, the versions never. */
+    char text[512];
+    memset(fp, 0, sizeof *fp);
+    snprintf(text, sizeof text, "sm_%d%d cudnn %zu.%zu.%zu %s", d->cc_major, d->cc_minor,
+             d->cudnn_version / 10000, d->cudnn_version / 100 % 100, d->cudnn_version % 100,
+             d->name);
+    /* The key's field syntax reserves these; the fingerprint only has to tell apart. */
+    for (char *c = text; *c; c++)
+        if (*c == ';' || *c == ':' || *c == '=' || *c < 0x20 || *c > 0x7e)
+            *c = '_';
+    memcpy(fp->cpu, text, sizeof fp->cpu - 1);
+    snprintf(fp->isa, sizeof fp->isa, "cuda");
+    fp->threads = 1;
+    fp->ws_class = cf_workspace_class(limit);
+}
+
+int cf_cuda_enter(const cf_cuda_device *d)
+{
+    int prev = -1;
+    if (cudaGetDevice(&prev) != cudaSuccess || prev != d->index)
+        cudaSetDevice(d->index);
+    return prev == d->index ? -1 : prev;
+}
+
+void cf_cuda_leave(int previous)
+{
+    if (previous >= 0)
+        cudaSetDevice(previous);
+}
+
+convfind_status cf_cuda_thread_get(const cf_cuda_device *cd, cf_cuda_thread **out)
+{
+    cf_cuda_device *d = (cf_cuda_device *)cd; /* only the list and the key change */
+    cf_cuda_thread *t = pthread_getspecific(d->key);
+    if (t) {
+        *out = t;
+        return CONVFIND_OK;
+    }
+    t = calloc(1, sizeof *t);
+    if (!t)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a CUDA thread state");
+    t->device = d;
+    cudnnStatus_t cs = cudnnCreate(&t->handle);
+    if (cs != CUDNN_STATUS_SUCCESS) {
+        free(t);
+        return cf_fail(CONVFIND_ERR_BACKEND, "cudnnCreate: %s", cudnnGetErrorString(cs));
+    }
+    cudaError_t err = cudaEventCreateWithFlags(&t->workspace_done, cudaEventDisableTiming);
+    if (err != cudaSuccess || pthread_setspecific(d->key, t) != 0) {
+        thread_free(t);
+        return err != cudaSuccess ? cf_cuda_fail(err, "cudaEventCreate")
+                                  : cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "pthread_setspecific");
+    }
+    pthread_mutex_lock(&d->mu);
+    t->next = d->threads;
+    if (d->threads)
+        d->threads->prev = t;
+    d->threads = t;
+    pthread_mutex_unlock(&d->mu);
+    *out = t;
+    return CONVFIND_OK;
+}
+
+void *cf_cuda_plan_lookup(cf_cuda_thread *t, const cf_problem *p, const char *name)
+{
+    for (int i = 0; i < CF_CUDA_PLANS_PER_THREAD; i++) {
+        cf_cuda_plan_slot *s = &t->plans[i];
+        if (s->plan && strcmp(s->name, name) == 0 &&
+            memcmp(&s->problem, p, sizeof *p) == 0) {
+            s->used = ++t->clock;
+            return s->plan;
+        }
+    }
+    return NULL;
+}
+
+void cf_cuda_plan_insert(cf_cuda_thread *t, const cf_problem *p, const char *name, void *plan,
+                         void (*destroy)(void *plan))
+{
+    cf_cuda_plan_slot *victim = &t->plans[0];
+    for (int i = 0; i < CF_CUDA_PLANS_PER_THREAD && victim->plan; i++)
+        if (!t->plans[i].plan || t->plans[i].used < victim->used)
+            victim = &t->plans[i];
+    if (victim->plan)
+        victim->destroy(victim->plan);
+    memcpy(&victim->problem, p, sizeof *p);
+    snprintf(victim->name, sizeof victim->name, "%s", name);
+    victim->plan = plan;
+    victim->destroy = destroy;
+    victim->used = ++t->clock;
+}
+
+convfind_status cf_cuda_workspace_acquire(cf_cuda_thread *t, size_t bytes, void *stream,
+                                          void **ws)
+{
+    *ws = NULL;
+    if (bytes == 0)
+        return CONVFIND_OK;
+    const convfind_device_allocator *a = &t->device->alloc;
+    if (a->alloc) {
+        if (!(*ws = a->alloc(a->user, bytes, stream)))
+            return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY,
+                           "the caller's device allocator returned NULL for %zu bytes", bytes);
+        return CONVFIND_OK;
+    }
+    if (bytes > t->workspace_size) {
+        /* cudaFree waits for the device, so no queued work still uses the old buffer. */
+        if (t->workspace)
+            cudaFree(t->workspace);
+        t->workspace = NULL;
+        t->workspace_size = 0;
+        cudaError_t err = cudaMalloc(&t->workspace, bytes);
+        if (err != cudaSuccess) {
+            cudaGetLastError();
+            t->workspace = NULL;
+            return cf_cuda_fail(err, "cudaMalloc of the workspace");
+        }
+        t->workspace_size = bytes;
+        t->workspace_used = 0;
+    }
+    if (t->workspace_used && t->workspace_stream != stream) {
+        cudaError_t err = cudaStreamWaitEvent((cudaStream_t)stream, t->workspace_done, 0);
+        if (err != cudaSuccess)
+            return cf_cuda_fail(err, "cudaStreamWaitEvent on the workspace");
+    }
+    *ws = t->workspace;
+    return CONVFIND_OK;
+}
+
+void cf_cuda_workspace_release(cf_cuda_thread *t, void *ws, void *stream)
+{
+    if (!ws)
+        return;
+    const convfind_device_allocator *a = &t->device->alloc;
+    if (a->alloc) {
+        a->free(a->user, ws, stream);
+        return;
+    }
+    cudaEventRecord(t->workspace_done, (cudaStream_t)stream);
+    t->workspace_stream = stream;
+    t->workspace_used = 1;
+}

@@ -1,0 +1,101 @@
+/*
+ * device.h - a CUDA context's device and the state each host thread keeps on it.
+ *
+ * The prepared layer of the CUDA backend (DESIGN.md non-negotiable 4): a cuDNN handle
+ * and every execution plan finalized with it belong to exactly one host thread on one
+ * device, so a plan made on one handle can never run on another (the "No invoker was
+ * registered" class of failure cannot happen by construction).  Each thread's state
+ * holds
+ *   - its cudnnHandle_t, created on the thread's first use of the device;
+ *   - a bounded LRU cache of finalized plans keyed by (problem, algorithm name);
+ *   - a grow-only device workspace (unless the caller supplies an allocator), made safe
+ *     across streams by an event: work on a new stream first waits for the old one.
+ * The state is freed when the thread exits or the device is closed.  Only the owning
+ * thread touches its state, so nothing here takes a lock on the execution path.
+ */
+#ifndef CONVFIND_CUDA_DEVICE_H
+#define CONVFIND_CUDA_DEVICE_H
+
+#include <cudnn.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#include "convfind.h"
+#include "problem/key.h"
+#include "problem/problem.h"
+
+#define CF_CUDA_PLANS_PER_THREAD 64
+#define CF_CUDA_NAME_MAX 64
+
+typedef struct cf_cuda_device cf_cuda_device;
+
+typedef struct cf_cuda_plan_slot {
+    cf_problem problem;          /* with name: what the plan computes */
+    char name[CF_CUDA_NAME_MAX];
+    void *plan;                  /* NULL: empty slot */
+    void (*destroy)(void *plan);
+    uint64_t used;               /* LRU clock value of the last use */
+} cf_cuda_plan_slot;
+
+typedef struct cf_cuda_thread {
+    const cf_cuda_device *device;
+    cudnnHandle_t handle;
+    void *workspace;             /* device memory, grow-only; NULL until needed */
+    size_t workspace_size;
+    cudaEvent_t workspace_done;  /* recorded after the last use of the workspace */
+    void *workspace_stream;      /* the stream that last used it */
+    int workspace_used;
+    uint64_t clock;
+    cf_cuda_plan_slot plans[CF_CUDA_PLANS_PER_THREAD];
+    struct cf_cuda_thread *next, *prev; /* the device's list, under its mutex */
+} cf_cuda_thread;
+
+/* Opens device `index` for a context: checks that it exists and can run (the reason is
+ * the error message otherwise, status CONVFIND_ERR_UNSUPPORTED) and records its name,
+ * compute capability and the cuDNN version loaded.  `alloc` (copied; may be NULL or
+ * have alloc NULL) supplies workspaces instead of the per-thread buffer. */
+convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *alloc,
+                                    size_t workspace_limit, cf_cuda_device **out);
+
+/* The context's workspace limit in bytes (0: unlimited); executions over it fail with
+ * CONVFIND_ERR_UNSUPPORTED, and Find marks such configurations not applicable. */
+size_t cf_cuda_workspace_limit(const cf_cuda_device *d);
+
+/* Frees the device and every thread's state on it.  No call may use it concurrently. */
+void cf_cuda_device_close(cf_cuda_device *d);
+
+/* Whether device `index` can be used, with the reason when not (see convfind.h). */
+int cf_cuda_usable(int index, char *why, size_t size);
+
+/* The backend fingerprint of decisions measured on `d` with workspace limit `limit`:
+ * cpu = "sm_<major><minor> cudnn <version> <device name>", isa = "cuda", threads = 1
+ * (an execution's speed does not depend on host threads).  Thread-safe. */
+void cf_cuda_fingerprint(const cf_cuda_device *d, size_t limit, cf_fingerprint *fp);
+
+/* Makes `d` the calling thread's current device, returning the previous one to give
+ * back to cf_cuda_leave(). */
+int cf_cuda_enter(const cf_cuda_device *d);
+void cf_cuda_leave(int previous);
+
+/* The calling thread's state on `d`, created (with its cuDNN handle) on first use.
+ * The caller must be inside cf_cuda_enter(). */
+convfind_status cf_cuda_thread_get(const cf_cuda_device *d, cf_cuda_thread **out);
+
+/* The plan cached for (p, name) on this thread, or NULL. */
+void *cf_cuda_plan_lookup(cf_cuda_thread *t, const cf_problem *p, const char *name);
+
+/* Caches `plan` for (p, name), taking ownership; the least recently used plan is
+ * destroyed when the cache is full. */
+void cf_cuda_plan_insert(cf_cuda_thread *t, const cf_problem *p, const char *name, void *plan,
+                         void (*destroy)(void *plan));
+
+/* A device workspace of `bytes` for work queued on `stream`; give it back with
+ * cf_cuda_workspace_release() after queueing that work.  bytes == 0 gives NULL. */
+convfind_status cf_cuda_workspace_acquire(cf_cuda_thread *t, size_t bytes, void *stream,
+                                          void **ws);
+void cf_cuda_workspace_release(cf_cuda_thread *t, void *ws, void *stream);
+
+/* The fail() message for a CUDA runtime error `err` of `what`. */
+convfind_status cf_cuda_fail(int err, const char *what);
+
+#endif /* CONVFIND_CUDA_DEVICE_H */

@@ -1,0 +1,426 @@
+/*
+ * find.c - Find on a CUDA context (see find.h).
+ */
+#include "cuda/find.h"
+
+#include <cuda_runtime.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cuda/algos.h"
+#include "cuda/kernels.h"
+#include "util/error.h"
+
+typedef struct cand {
+    const cf_algo *algo;
+    cf_candidate_stats s;
+    int index, cls;
+} cand;
+
+/* Every candidate name for p on d, cuDNN configurations first. */
+static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem *p, cand **out,
+                                       int *count)
+{
+    char (*names)[64] = calloc(CF_CUDA_MAX_VARIANTS, sizeof *names);
+    cand *c = calloc(CF_CUDA_MAX_VARIANTS + 1, sizeof *c);
+    if (!names || !c) {
+        free(names);
+        free(c);
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate the CUDA candidate list");
+    }
+    int n = cf_algo_cuda_cudnn.applicable(p)
+                ? cf_algo_cuda_cudnn.variants(p, d, names, CF_CUDA_MAX_VARIANTS)
+                : 0;
+    for (int i = 0; i < n; i++) {
+        c[i].algo = &cf_algo_cuda_cudnn;
+        memcpy(c[i].s.algo, names[i], sizeof c[i].s.algo);
+    }
+    c[n].algo = &cf_algo_cuda_direct;
+    snprintf(c[n].s.algo, sizeof c[n].s.algo, "%s", cf_algo_cuda_direct.name);
+    for (int i = 0; i <= n; i++)
+        c[i].index = i;
+    free(names);
+    *out = c;
+    *count = n + 1;
+    return CONVFIND_OK;
+}
+
+static convfind_status to_decision(cand *c, int n, cf_decision *out)
+{
+    if (n < 1 || n > CF_CUDA_MAX_VARIANTS + 1)
+        return cf_fail(CONVFIND_ERR_BACKEND, "%d CUDA candidates", n);
+    out->candidates = calloc((size_t)n, sizeof *out->candidates);
+    if (!out->candidates)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d candidates", n);
+    for (int i = 0; i < n; i++)
+        out->candidates[i] = c[i].s;
+    out->n_candidates = n;
+    memcpy(out->algo, out->candidates[0].algo, sizeof out->algo);
+    return CONVFIND_OK;
+}
+
+convfind_status cf_cuda_find_heuristic(const cf_cuda_device *d, const cf_problem *p,
+                                       cf_decision *out)
+{
+    memset(out, 0, sizeof *out);
+    cand *c;
+    int n;
+    convfind_status st = list_candidates(d, p, &c, &n);
+    if (st != CONVFIND_OK)
+        return st;
+    for (int i = 0; i < n; i++)
+        c[i].s.status = CF_CAND_OK;
+    st = to_decision(c, n, out);
+    free(c);
+    return st;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Measurement                                                                */
+/* ------------------------------------------------------------------------- */
+
+typedef struct bench {
+    const cf_cuda_device *d;
+    const cf_problem *p;
+    const cf_find_config *cfg;
+    cudaStream_t stream;
+    cudaEvent_t e0, e1;
+    void *x, *w, *b, *z, *y;
+    float *y_float;          /* device: Y converted for checking */
+    float *ref, *got;        /* host */
+    double ref_norm;
+} bench;
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+static bool cancelled(const cf_find_config *cfg)
+{
+    return cfg->cancel && atomic_load_explicit(cfg->cancel, memory_order_relaxed);
+}
+
+static double tolerance(const cf_problem *p)
+{
+    if (p->dtype != CONVFIND_DTYPE_F32)
+        return 1e-2;
+    return p->math_mode == CONVFIND_MATH_ALLOW_TF32 ? 5e-3 : 1e-4;
+}
+
+static convfind_status run(const bench *bn, const cf_algo *a, const void *state)
+{
+    cf_exec_args args = {
+        .x = bn->x, .w = bn->w, .y = bn->y, .b = bn->p->has_bias ? bn->b : NULL,
+        .z = bn->p->has_residual ? bn->z : NULL, .stream = bn->stream, .device = bn->d,
+    };
+    return a->execute(bn->p, state, &args);
+}
+
+/* Y as floats on the host, into `dst`, after the stream's work. */
+static convfind_status fetch_y(const bench *bn, float *dst)
+{
+    const size_t n = bn->p->y_elems;
+    int err = cf_cuda_to_float(bn->y, bn->p->dtype, bn->y_float, n, bn->stream);
+    if (!err)
+        err = cudaMemcpyAsync(dst, bn->y_float, n * sizeof(float), cudaMemcpyDeviceToHost,
+                              bn->stream);
+    if (!err)
+        err = cudaStreamSynchronize(bn->stream);
+    return err ? cf_cuda_fail(err, "reading Y back") : CONVFIND_OK;
+}
+
+static bool matches(const bench *bn)
+{
+    double diff = 0;
+    for (size_t i = 0; i < bn->p->y_elems; i++) {
+        double e = (double)bn->got[i] - (double)bn->ref[i];
+        diff += e * e;
+        if (isnan(bn->got[i]))
+            return false;
+    }
+    return sqrt(diff) <= tolerance(bn->p) * bn->ref_norm;
+}
+
+static void bench_free(bench *bn)
+{
+    void *dev[] = {bn->x, bn->w, bn->b, bn->z, bn->y, bn->y_float};
+    for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
+        if (dev[i])
+            cudaFree(dev[i]);
+    if (bn->e0)
+        cudaEventDestroy(bn->e0);
+    if (bn->e1)
+        cudaEventDestroy(bn->e1);
+    if (bn->stream)
+        cudaStreamDestroy(bn->stream);
+    free(bn->ref);
+    free(bn->got);
+}
+
+static convfind_status bench_init(bench *bn, const cf_cuda_device *d, const cf_problem *p,
+                                  const cf_find_config *cfg)
+{
+    memset(bn, 0, sizeof *bn);
+    bn->d = d;
+    bn->p = p;
+    bn->cfg = cfg;
+    const size_t e = cf_dtype_size(p->dtype);
+    const size_t yn = p->y_elems ? p->y_elems : 1;
+    int err = cudaStreamCreateWithFlags(&bn->stream, cudaStreamNonBlocking);
+    if (!err)
+        err = cudaEventCreate(&bn->e0);
+    if (!err)
+        err = cudaEventCreate(&bn->e1);
+    const struct {
+        void **ptr;
+        size_t bytes;
+    } bufs[] = {
+        {&bn->x, p->x_elems * e}, {&bn->w, p->w_elems * e}, {&bn->b, (size_t)p->m * e},
+        {&bn->z, yn * e},         {&bn->y, yn * e},         {(void **)&bn->y_float, yn * 4},
+    };
+    for (size_t i = 0; !err && i < sizeof bufs / sizeof bufs[0]; i++)
+        err = cudaMalloc(bufs[i].ptr, bufs[i].bytes);
+    const void *fills[] = {bn->x, bn->w, bn->b, bn->z};
+    const size_t counts[] = {p->x_elems, p->w_elems, (size_t)p->m, p->y_elems};
+    for (int i = 0; !err && i < 4; i++)
+        err = cf_cuda_fill((void *)fills[i], p->dtype, counts[i], (uint64_t)i + 1, bn->stream);
+    if (err) {
+        cudaGetLastError();
+        return cf_cuda_fail(err, "allocating Find's device tensors");
+    }
+    bn->ref = malloc(yn * sizeof(float));
+    bn->got = malloc(yn * sizeof(float));
+    if (!bn->ref || !bn->got)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate 2 x %zu floats", yn);
+    if (!cfg->validate)
+        return CONVFIND_OK;
+    convfind_status st = run(bn, &cf_algo_cuda_direct, NULL);
+    if (st == CONVFIND_OK)
+        st = fetch_y(bn, bn->ref);
+    for (size_t i = 0; i < p->y_elems; i++)
+        bn->ref_norm += (double)bn->ref[i] * bn->ref[i];
+    bn->ref_norm = sqrt(bn->ref_norm);
+    return st;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return x < y ? -1 : x > y;
+}
+
+static void summarize(cf_candidate_stats *c, double *t, int n)
+{
+    c->repeats = n;
+    if (n == 0)
+        return;
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    c->min_ms = t[0];
+    c->median_ms = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    double p10 = t[(n - 1) / 10], p90 = t[(n - 1) - (n - 1) / 10];
+    c->spread = c->median_ms > 0 ? (p90 - p10) / c->median_ms : 0;
+}
+
+/* One sample: `batch` runs between two events; milliseconds per run. */
+static convfind_status sample(const bench *bn, const cf_algo *a, const void *state, int batch,
+                              double *ms)
+{
+    convfind_status st = CONVFIND_OK;
+    cudaEventRecord(bn->e0, bn->stream);
+    for (int i = 0; i < batch && st == CONVFIND_OK; i++)
+        st = run(bn, a, state);
+    cudaEventRecord(bn->e1, bn->stream);
+    int err = cudaEventSynchronize(bn->e1);
+    float elapsed = 0;
+    if (!err)
+        err = cudaEventElapsedTime(&elapsed, bn->e0, bn->e1);
+    if (st == CONVFIND_OK && err)
+        st = cf_cuda_fail(err, "timing a candidate");
+    *ms = (double)elapsed / batch;
+    return st;
+}
+
+static void time_candidate(const bench *bn, const cf_algo *a, const void *state,
+                           cf_candidate_stats *c, double best_ms, double share_s)
+{
+    double t[CF_FIND_MAX_REPEATS], first;
+    if (sample(bn, a, state, 1, &first) != CONVFIND_OK) {
+        c->status = CF_CAND_FAILED;
+        return;
+    }
+    int batch = first > 0 ? (int)ceil(0.25 / first) : 32;
+    batch = batch < 1 ? 1 : batch > 32 ? 32 : batch;
+    int n = 0;
+    const double start = now_s();
+    c->status = CF_CAND_OK;
+    while (n < CF_FIND_MAX_REPEATS) {
+        if (cancelled(bn->cfg)) {
+            c->status = CF_CAND_ABANDONED;
+            break;
+        }
+        if (sample(bn, a, state, batch, &t[n]) != CONVFIND_OK) {
+            c->status = CF_CAND_FAILED;
+            break;
+        }
+        n++;
+        if (n >= CF_FIND_ABANDON_AFTER && best_ms > 0) {
+            double fastest = t[0];
+            for (int i = 1; i < n; i++)
+                fastest = t[i] < fastest ? t[i] : fastest;
+            if (fastest > CF_FIND_ABANDON_RATIO * best_ms) {
+                c->status = CF_CAND_ABANDONED;
+                break;
+            }
+        }
+        if (n >= CF_FIND_MIN_REPEATS && now_s() - start >= share_s)
+            break;
+    }
+    summarize(c, t, n);
+}
+
+static void measure_one(const bench *bn, cand *cd, double best_ms, double share_s)
+{
+    cf_candidate_stats *c = &cd->s;
+    void *state = NULL;
+    if (cf_algo_prepare(cd->algo, bn->p, c->algo, &state) != CONVFIND_OK ||
+        cf_cuda_algo_workspace(bn->d, bn->p, cd->algo, c->algo, &c->workspace_bytes) !=
+            CONVFIND_OK) {
+        c->status = CF_CAND_FAILED;
+        goto done;
+    }
+    if (bn->cfg->workspace_limit && c->workspace_bytes > bn->cfg->workspace_limit) {
+        c->status = CF_CAND_NOT_APPLICABLE;
+        goto done;
+    }
+    cudaMemsetAsync(bn->y, 0xff, bn->p->y_elems * cf_dtype_size(bn->p->dtype), bn->stream);
+    if (run(bn, cd->algo, state) != CONVFIND_OK ||
+        (bn->cfg->validate &&
+         (fetch_y(bn, bn->got) != CONVFIND_OK || !matches(bn)))) {
+        c->status = CF_CAND_FAILED;
+        goto done;
+    }
+    c->validated = bn->cfg->validate;
+    if (run(bn, cd->algo, state) != CONVFIND_OK) {
+        c->status = CF_CAND_FAILED;
+        goto done;
+    }
+    time_candidate(bn, cd->algo, state, c, best_ms, share_s);
+done:
+    if (cd->algo->release)
+        cd->algo->release(state);
+    cudaStreamSynchronize(bn->stream);
+    cudaGetLastError(); /* a refused launch must not be reported by the next candidate */
+    cf_clear_error();
+}
+
+/* Whether RETUNE times `name`: one of the stored decision's top OK candidates. */
+static bool retuned(const cf_decision *stored, const char *name)
+{
+    for (int i = 0, ok = 0; i < stored->n_candidates && ok < CF_FIND_RETUNE_TOP; i++) {
+        if (stored->candidates[i].status != CF_CAND_OK)
+            continue;
+        if (strcmp(stored->candidates[i].algo, name) == 0)
+            return true;
+        ok++;
+    }
+    return false;
+}
+
+static int cmp_ranked(const void *pa, const void *pb)
+{
+    const cand *a = pa, *b = pb;
+    if (a->cls != b->cls)
+        return a->cls - b->cls;
+    if (a->s.median_ms != b->s.median_ms)
+        return a->s.median_ms < b->s.median_ms ? -1 : 1;
+    if (a->s.workspace_bytes != b->s.workspace_bytes)
+        return a->s.workspace_bytes < b->s.workspace_bytes ? -1 : 1;
+    return a->index - b->index;
+}
+
+/* The incumbent unless beaten by more than the margin; else, within the margin of the
+ * fastest, the smallest workspace, then the earliest in list order. */
+static int choose(const cand *c, int n, int incumbent)
+{
+    int best = -1;
+    for (int i = 0; i < n; i++)
+        if (c[i].s.status == CF_CAND_OK && (best < 0 || c[i].s.median_ms < c[best].s.median_ms))
+            best = i;
+    if (best < 0) {
+        for (int i = 0; i < n; i++)
+            if (c[i].s.status == CF_CAND_ABANDONED)
+                return i;
+        return -1;
+    }
+    if (c[incumbent].s.status == CF_CAND_OK &&
+        !(c[best].s.median_ms < c[incumbent].s.median_ms * (1.0 - CF_FIND_MARGIN)))
+        return incumbent;
+    int pick = best;
+    for (int i = 0; i < n; i++) {
+        if (c[i].s.status != CF_CAND_OK ||
+            c[i].s.median_ms > c[best].s.median_ms * (1.0 + CF_FIND_MARGIN))
+            continue;
+        if (c[i].s.workspace_bytes < c[pick].s.workspace_bytes ||
+            (c[i].s.workspace_bytes == c[pick].s.workspace_bytes && c[i].index < c[pick].index))
+            pick = i;
+    }
+    return pick;
+}
+
+convfind_status cf_cuda_find_measure(const cf_cuda_device *d, const cf_problem *p,
+                                     const cf_find_config *cfg, cf_decision *out)
+{
+    memset(out, 0, sizeof *out);
+    cand *c;
+    int n;
+    convfind_status st = list_candidates(d, p, &c, &n);
+    if (st != CONVFIND_OK)
+        return st;
+    int prev = cf_cuda_enter(d);
+    bench bn;
+    st = bench_init(&bn, d, p, cfg);
+    int incumbent = 0;
+    for (int i = 0; cfg->incumbent && i < n; i++)
+        if (strcmp(c[i].s.algo, cfg->incumbent) == 0)
+            incumbent = i;
+    const double start = now_s(), share = cfg->budget_s / n;
+    double best_ms = 0;
+    for (int k = -1; st == CONVFIND_OK && k < n; k++) {
+        int i = k < 0 ? incumbent : k;
+        if (k >= 0 && i == incumbent)
+            continue;
+        if (k >= 0 && (now_s() - start > cfg->budget_s ||
+                       (cfg->retune && !retuned(cfg->retune, c[i].s.algo)))) {
+            c[i].s.status = CF_CAND_ABANDONED;
+            continue;
+        }
+        measure_one(&bn, &c[i], best_ms, share);
+        if (cancelled(cfg))
+            st = cf_fail(CONVFIND_ERR_BACKEND, "find cancelled");
+        if (c[i].s.status == CF_CAND_OK && (best_ms == 0 || c[i].s.median_ms < best_ms))
+            best_ms = c[i].s.median_ms;
+    }
+    bench_free(&bn);
+    cf_cuda_leave(prev);
+    static const int status_class[] = {
+        [CF_CAND_OK] = 1, [CF_CAND_ABANDONED] = 2, [CF_CAND_FAILED] = 3,
+        [CF_CAND_NOT_APPLICABLE] = 4,
+    };
+    int pick = st == CONVFIND_OK ? choose(c, n, incumbent) : -1;
+    if (st == CONVFIND_OK && pick < 0)
+        st = cf_fail(CONVFIND_ERR_BACKEND, "every CUDA candidate failed on this problem");
+    if (st == CONVFIND_OK) {
+        for (int i = 0; i < n; i++)
+            c[i].cls = i == pick ? 0 : status_class[c[i].s.status];
+        qsort(c, (size_t)n, sizeof *c, cmp_ranked);
+        st = to_decision(c, n, out);
+    }
+    free(c);
+    return st;
+}

@@ -1,0 +1,573 @@
+/*
+ * graph.c - cuDNN backend API: graphs, heuristics, plans, execution (see graph.h).
+ *
+ * The backend API is descriptor objects set attribute by attribute and then finalized;
+ * every helper here returns CONVFIND_ERR_BACKEND with cuDNN's own last message, which
+ * names what it refused, and frees what it created.
+ */
+#include "cuda/graph.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "find/decision.h"
+#include "util/error.h"
+
+#define UID_X 1
+#define UID_W 2
+#define UID_Y 3
+#define MAX_ND (CF_SP + 2)
+
+static convfind_status fail_cudnn(cudnnStatus_t s, const char *what)
+{
+    char detail[256];
+    cudnnGetLastErrorString(detail, sizeof detail);
+    return cf_fail(CONVFIND_ERR_BACKEND, "cuDNN %s: %s (%s)", what, cudnnGetErrorString(s),
+                   detail);
+}
+
+#define CHECK(call, what)                                                                      \
+    do {                                                                                       \
+        cudnnStatus_t s_ = (call);                                                             \
+        if (s_ != CUDNN_STATUS_SUCCESS) {                                                      \
+            st = fail_cudnn(s_, what);                                                         \
+            goto done;                                                                         \
+        }                                                                                      \
+    } while (0)
+
+static void destroy(cudnnBackendDescriptor_t *d)
+{
+    if (*d)
+        cudnnBackendDestroyDescriptor(*d);
+    *d = NULL;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Names                                                                      */
+/* ------------------------------------------------------------------------- */
+
+bool cf_cudnn_expressible(const cf_problem *p)
+{
+    for (int d = 0; d < p->nsp; d++) {
+        if (p->pad_begin[d] < 0 || p->pad_end[d] < 0)
+            return false;
+        if (p->op == CONVFIND_OP_CONV_TRANSPOSE && p->out_pad[d] >= p->stride[d])
+            return false;
+    }
+    return true;
+}
+
+bool cf_cudnn_config_name(const cf_cudnn_config *c, char *buf, size_t size)
+{
+    int n = snprintf(buf, size, "%s%s:e%" PRId64, CF_CUDNN_PREFIX,
+                     c->layout == CONVFIND_LAYOUT_NHWC ? "nhwc" : "nchw", c->engine);
+    for (int i = 0; i < c->n_knobs && n >= 0 && (size_t)n < size; i++)
+        n += snprintf(buf + n, size - (size_t)n, "%s%d=%" PRId64, i ? "," : ":k", c->knob_type[i],
+                      c->knob_value[i]);
+    return n >= 0 && (size_t)n < size;
+}
+
+static bool parse_i64(const char **s, int64_t *v)
+{
+    char *end;
+    if (!(**s >= '0' && **s <= '9') && **s != '-')
+        return false;
+    long long x = strtoll(*s, &end, 10);
+    *s = end;
+    *v = (int64_t)x;
+    return true;
+}
+
+convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c)
+{
+    memset(c, 0, sizeof *c);
+    const size_t plen = strlen(CF_CUDNN_PREFIX);
+    const char *s = name;
+    bool ok = strncmp(s, CF_CUDNN_PREFIX, plen) == 0;
+    if (ok) {
+        s += plen;
+        if (strncmp(s, "nchw:e", 6) == 0 || strncmp(s, "nhwc:e", 6) == 0) {
+            c->layout = s[1] == 'h' ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
+            s += 6;
+            ok = parse_i64(&s, &c->engine) && c->engine >= 0;
+        } else {
+            ok = false;
+        }
+    }
+    if (ok && strncmp(s, ":k", 2) == 0) {
+        s += 2;
+        do {
+            int64_t t, v;
+            if (c->n_knobs == CF_CUDNN_MAX_KNOBS || !parse_i64(&s, &t) || t < 0 || t > 1000 ||
+                *s++ != '=' || !parse_i64(&s, &v)) {
+                ok = false;
+                break;
+            }
+            c->knob_type[c->n_knobs] = (int)t;
+            c->knob_value[c->n_knobs++] = v;
+        } while (*s == ',' && s++);
+    }
+    char again[128];
+    if (ok && (*s != '\0' || !cf_cudnn_config_name(c, again, sizeof again) ||
+               strcmp(again, name) != 0))
+        ok = false; /* only canonical spellings: one configuration, one name */
+    return ok ? CONVFIND_OK
+              : cf_fail(CONVFIND_ERR_NOT_FOUND, "\"%s\" is not a cuDNN configuration name", name);
+}
+
+/* ------------------------------------------------------------------------- */
+/* Graph                                                                      */
+/* ------------------------------------------------------------------------- */
+
+static cudnnDataType_t data_type(convfind_dtype d)
+{
+    return d == CONVFIND_DTYPE_F16    ? CUDNN_DATA_HALF
+           : d == CONVFIND_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16
+                                      : CUDNN_DATA_FLOAT;
+}
+
+/* cuDNN's spatial view of p: at least two axes, a 1-D problem gets a leading 1. */
+typedef struct spatial {
+    int nsp;
+    int64_t in[CF_SP], out[CF_SP], k[CF_SP], stride[CF_SP], dil[CF_SP], pre[CF_SP], post[CF_SP];
+} spatial;
+
+static void spatial_of(const cf_problem *p, spatial *s)
+{
+    const int lead = p->nsp == 1 ? 1 : 0;
+    s->nsp = p->nsp + lead;
+    for (int d = 0; d < s->nsp; d++) {
+        int src = d - lead;
+        bool dummy = src < 0;
+        s->in[d] = dummy ? 1 : p->in[src];
+        s->out[d] = dummy ? 1 : p->out[src];
+        s->k[d] = dummy ? 1 : p->k[src];
+        s->stride[d] = dummy ? 1 : p->stride[src];
+        s->dil[d] = dummy ? 1 : p->dil[src];
+        s->pre[d] = dummy ? 0 : p->pad_begin[src];
+        s->post[d] = dummy ? 0 : p->pad_end[src];
+    }
+}
+
+/* Dims (N, C, spatial...) and strides of a packed tensor in `layout`. */
+static int tensor_shape(int64_t n, int64_t c, int nsp, const int64_t *sp, convfind_layout layout,
+                        int64_t *dims, int64_t *strides)
+{
+    const int nd = nsp + 2;
+    dims[0] = n;
+    dims[1] = c;
+    for (int d = 0; d < nsp; d++)
+        dims[2 + d] = sp[d];
+    if (layout == CONVFIND_LAYOUT_NHWC) {
+        int64_t acc = c;
+        strides[1] = 1;
+        for (int d = nd - 1; d >= 2; d--) {
+            strides[d] = acc;
+            acc *= dims[d];
+        }
+        strides[0] = acc;
+    } else {
+        int64_t acc = 1;
+        for (int d = nd - 1; d >= 0; d--) {
+            strides[d] = acc;
+            acc *= dims[d];
+        }
+    }
+    return nd;
+}
+
+static convfind_status make_tensor(cudnnDataType_t dt, int nd, const int64_t *dims,
+                                   const int64_t *strides, int64_t uid, cudnnBackendDescriptor_t *out)
+{
+    convfind_status st = CONVFIND_OK;
+    const int64_t align = 16;
+    cudnnBackendDescriptor_t t = NULL;
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_TENSOR_DESCRIPTOR, &t), "tensor");
+    CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_TYPE_DATA_TYPE, 1, &dt),
+          "tensor data type");
+    CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_DIMENSIONS, CUDNN_TYPE_INT64, nd, dims),
+          "tensor dims");
+    CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_STRIDES, CUDNN_TYPE_INT64, nd, strides),
+          "tensor strides");
+    CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid),
+          "tensor uid");
+    CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align),
+          "tensor alignment");
+    CHECK(cudnnBackendFinalize(t), "tensor finalize");
+done:
+    if (st != CONVFIND_OK)
+        destroy(&t);
+    *out = t;
+    return st;
+}
+
+/* The finalized operation graph of p in `layout`: one convolution node. */
+typedef struct graph {
+    cudnnBackendDescriptor_t x, w, y, conv, op, graph;
+} graph;
+
+static void graph_free(graph *g)
+{
+    destroy(&g->graph);
+    destroy(&g->op);
+    destroy(&g->conv);
+    destroy(&g->y);
+    destroy(&g->w);
+    destroy(&g->x);
+}
+
+static convfind_status graph_build(cudnnHandle_t handle, const cf_problem *p,
+                                   convfind_layout layout, graph *g)
+{
+    memset(g, 0, sizeof *g);
+    spatial s;
+    spatial_of(p, &s);
+    const bool bwd = p->op == CONVFIND_OP_CONV_TRANSPOSE;
+    const cudnnDataType_t dt = data_type(p->dtype), comp = CUDNN_DATA_FLOAT;
+    /* The forward view: "input" of channels ci over `in`, "output" of co over `out`. */
+    const int64_t ci = bwd ? p->m : p->c, co = bwd ? p->c : p->m;
+    const int64_t *in_sp = bwd ? s.out : s.in, *out_sp = bwd ? s.in : s.out;
+    int64_t dims[MAX_ND], strides[MAX_ND];
+    convfind_status st;
+    int nd = tensor_shape(p->n, ci, s.nsp, in_sp, layout, dims, strides);
+    if ((st = make_tensor(dt, nd, dims, strides, bwd ? UID_Y : UID_X, &g->x)) != CONVFIND_OK)
+        goto done;
+    nd = tensor_shape(co, ci / p->group, s.nsp, s.k, layout, dims, strides);
+    if ((st = make_tensor(dt, nd, dims, strides, UID_W, &g->w)) != CONVFIND_OK)
+        goto done;
+    nd = tensor_shape(p->n, co, s.nsp, out_sp, layout, dims, strides);
+    if ((st = make_tensor(dt, nd, dims, strides, bwd ? UID_X : UID_Y, &g->y)) != CONVFIND_OK)
+        goto done;
+
+    const int64_t nsp = s.nsp;
+    const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR, &g->conv), "conv");
+    CHECK(cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_TYPE_DATA_TYPE,
+                                   1, &comp), "conv comp type");
+    CHECK(cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+                                   CUDNN_TYPE_CONVOLUTION_MODE, 1, &mode), "conv mode");
+    CHECK(cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, CUDNN_TYPE_INT64,
+                                   1, &nsp), "conv spatial dims");
+    CHECK(cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, CUDNN_TYPE_INT64,
+                                   nsp, s.pre), "conv pre-paddings");
+    CHECK(cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, CUDNN_TYPE_INT64,
+                                   nsp, s.post), "conv post-paddings");
+    CHECK(cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_DILATIONS, CUDNN_TYPE_INT64,
+                                   nsp, s.dil), "conv dilations");
+    CHECK(cudnnBackendSetAttribute(g->conv, CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES,
+                                   CUDNN_TYPE_INT64, nsp, s.stride), "conv strides");
+    CHECK(cudnnBackendFinalize(g->conv), "conv finalize");
+
+    const float alpha = 1.0f, beta = 0.0f;
+    if (!bwd) {
+        CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR,
+                                           &g->op), "forward op");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->x), "op x");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->w), "op w");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->y), "op y");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->conv), "op conv");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
+                                       CUDNN_TYPE_FLOAT, 1, &alpha), "op alpha");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA,
+                                       CUDNN_TYPE_FLOAT, 1, &beta), "op beta");
+    } else {
+        CHECK(cudnnBackendCreateDescriptor(
+                  CUDNN_BACKEND_OPERATION_CONVOLUTION_BACKWARD_DATA_DESCRIPTOR, &g->op),
+              "backward-data op");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DX,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->x), "op dx");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_W,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->w), "op w");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_DY,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->y), "op dy");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_CONV_DESC,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->conv), "op conv");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_ALPHA,
+                                       CUDNN_TYPE_FLOAT, 1, &alpha), "op alpha");
+        CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_BWD_DATA_BETA,
+                                       CUDNN_TYPE_FLOAT, 1, &beta), "op beta");
+    }
+    CHECK(cudnnBackendFinalize(g->op), "op finalize");
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph),
+          "graph");
+    CHECK(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->op), "graph ops");
+    CHECK(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                                   &handle), "graph handle");
+    CHECK(cudnnBackendFinalize(g->graph), "graph finalize");
+done:
+    if (st != CONVFIND_OK)
+        graph_free(g);
+    return st;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Heuristics                                                                 */
+/* ------------------------------------------------------------------------- */
+
+static bool has_note(const cudnnBackendNumericalNote_t *notes, int64_t n,
+                     cudnnBackendNumericalNote_t note)
+{
+    for (int64_t i = 0; i < n; i++)
+        if (notes[i] == note)
+            return true;
+    return false;
+}
+
+/* Engines that compile kernels at run time (NVRTC) take from tenths of a second to
+ * seconds each to finalize, which a per-problem Find cannot afford; they are offered
+ * only when CONVFIND_CUDNN_RUNTIME_COMPILED=1 (docs/cuda.md). */
+static bool runtime_compiled_allowed(void)
+{
+    const char *v = getenv("CONVFIND_CUDNN_RUNTIME_COMPILED");
+    return v && strcmp(v, "1") == 0;
+}
+
+/* Reads engine id and knobs of one heuristic result, and whether it is admissible:
+ * not excluded by strict math or as runtime-compiled. */
+static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_problem *p,
+                                   convfind_layout layout, cf_cudnn_config *c, bool *admissible)
+{
+    convfind_status st = CONVFIND_OK;
+    cudnnBackendDescriptor_t engine = NULL, knobs[CF_CUDNN_MAX_KNOBS] = {0};
+    int64_t n = 0, n_notes = 0;
+    cudnnBackendNumericalNote_t notes[CUDNN_NUMERICAL_NOTE_TYPE_COUNT + 8];
+    cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT + 8];
+    int64_t n_behavior = 0;
+    memset(c, 0, sizeof *c);
+    c->layout = layout;
+    *admissible = false;
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine), "engine");
+    CHECK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
+                                   1, &n, &engine), "config engine");
+    CHECK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1, &n,
+                                   &c->engine), "engine index");
+    CHECK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+                                   CUDNN_TYPE_NUMERICAL_NOTE,
+                                   (int64_t)(sizeof notes / sizeof notes[0]), &n_notes, notes),
+          "engine notes");
+    for (int i = 0; i < CF_CUDNN_MAX_KNOBS; i++)
+        CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &knobs[i]),
+              "knob choice");
+    CHECK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, CF_CUDNN_MAX_KNOBS, &n, knobs),
+          "config knobs");
+    if (n > CF_CUDNN_MAX_KNOBS) { /* more knobs than a name can carry: not offered */
+        *admissible = false;
+        goto done;
+    }
+    c->n_knobs = (int)n;
+    for (int i = 0; i < c->n_knobs; i++) {
+        cudnnBackendKnobType_t type;
+        int64_t got;
+        CHECK(cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                       CUDNN_TYPE_KNOB_TYPE, 1, &got, &type), "knob type");
+        CHECK(cudnnBackendGetAttribute(knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                       CUDNN_TYPE_INT64, 1, &got, &c->knob_value[i]), "knob value");
+        c->knob_type[i] = (int)type;
+    }
+    CHECK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                   CUDNN_TYPE_BEHAVIOR_NOTE,
+                                   (int64_t)(sizeof behavior / sizeof behavior[0]), &n_behavior,
+                                   behavior), "engine behavior notes");
+    for (int64_t i = 0; i < n_behavior; i++)
+        if (behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION && !runtime_compiled_allowed())
+            goto done;
+    *admissible = !(p->dtype == CONVFIND_DTYPE_F32 && p->math_mode == CONVFIND_MATH_STRICT &&
+                    (has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ||
+                     has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
+                     has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)));
+done:
+    for (int i = 0; i < CF_CUDNN_MAX_KNOBS; i++)
+        destroy(&knobs[i]);
+    destroy(&engine);
+    return st;
+}
+
+static bool same_config(const cf_cudnn_config *a, const cf_cudnn_config *b)
+{
+    if (a->layout != b->layout || a->engine != b->engine || a->n_knobs != b->n_knobs)
+        return false;
+    for (int i = 0; i < a->n_knobs; i++)
+        if (a->knob_type[i] != b->knob_type[i] || a->knob_value[i] != b->knob_value[i])
+            return false;
+    return true;
+}
+
+/* Appends the admissible, new results of one heuristic mode.  A mode cuDNN cannot
+ * answer for this graph adds nothing (the others may). */
+static void add_mode(cudnnBackendDescriptor_t g, cudnnBackendHeurMode_t mode, const cf_problem *p,
+                     convfind_layout layout, cf_cudnn_config *out, int cap, int *count)
+{
+    cudnnBackendDescriptor_t heur = NULL, *cfgs = NULL;
+    int64_t n = 0;
+    if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) != 0 ||
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g) != 0 ||
+        cudnnBackendSetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_MODE, CUDNN_TYPE_HEUR_MODE, 1,
+                                 &mode) != 0 ||
+        cudnnBackendFinalize(heur) != 0 ||
+        cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                 CUDNN_TYPE_BACKEND_DESCRIPTOR, 0, &n, NULL) != 0 ||
+        n <= 0 || !(cfgs = calloc((size_t)n, sizeof *cfgs)))
+        goto done;
+    int64_t made = 0;
+    while (made < n && cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR,
+                                                    &cfgs[made]) == 0)
+        made++;
+    int64_t got = 0;
+    if (made < n || cudnnBackendGetAttribute(heur, CUDNN_ATTR_ENGINEHEUR_RESULTS,
+                                             CUDNN_TYPE_BACKEND_DESCRIPTOR, n, &got, cfgs) != 0)
+        got = 0;
+    for (int64_t i = 0; i < got && *count < cap; i++) {
+        cf_cudnn_config c;
+        bool admissible, dup = false;
+        if (read_config(cfgs[i], p, layout, &c, &admissible) != CONVFIND_OK || !admissible)
+            continue;
+        for (int j = 0; j < *count && !dup; j++)
+            dup = same_config(&out[j], &c);
+        char name[CF_ALGO_NAME_MAX];
+        if (!dup && cf_cudnn_config_name(&c, name, sizeof name))
+            out[(*count)++] = c;
+    }
+    for (int64_t i = 0; i < n && cfgs; i++)
+        destroy(&cfgs[i]);
+done:
+    free(cfgs);
+    destroy(&heur);
+    cf_clear_error();
+}
+
+convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
+                                   convfind_layout layout, cf_cudnn_config *out, int cap,
+                                   int *count)
+{
+    *count = 0;
+    if (!cf_cudnn_expressible(p))
+        return CONVFIND_OK;
+    graph g;
+    convfind_status st = graph_build(handle, p, layout, &g);
+    if (st != CONVFIND_OK)
+        return st;
+    const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
+                                            CUDNN_HEUR_MODE_FALLBACK};
+    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+        add_mode(g.graph, modes[i], p, layout, out, cap, count);
+    graph_free(&g);
+    return CONVFIND_OK;
+}
+
+/* ------------------------------------------------------------------------- */
+/* Plans                                                                      */
+/* ------------------------------------------------------------------------- */
+
+struct cf_cudnn_plan {
+    graph g;
+    cudnnBackendDescriptor_t engine, cfg, plan;
+    cudnnBackendDescriptor_t knobs[CF_CUDNN_MAX_KNOBS];
+    size_t workspace;
+};
+
+void cf_cudnn_plan_destroy(void *ptr)
+{
+    cf_cudnn_plan *pl = ptr;
+    if (!pl)
+        return;
+    destroy(&pl->plan);
+    destroy(&pl->cfg);
+    for (int i = 0; i < CF_CUDNN_MAX_KNOBS; i++)
+        destroy(&pl->knobs[i]);
+    destroy(&pl->engine);
+    graph_free(&pl->g);
+    free(pl);
+}
+
+convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
+                                     const cf_cudnn_config *c, cf_cudnn_plan **out)
+{
+    *out = NULL;
+    if (!cf_cudnn_expressible(p))
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "cuDNN cannot express this problem's pads");
+    cf_cudnn_plan *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cuDNN plan");
+    convfind_status st = graph_build(handle, p, c->layout, &pl->g);
+    if (st != CONVFIND_OK) {
+        free(pl);
+        return st;
+    }
+    int64_t ws = 0, got = 0;
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &pl->engine), "engine");
+    CHECK(cudnnBackendSetAttribute(pl->engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pl->g.graph), "engine graph");
+    CHECK(cudnnBackendSetAttribute(pl->engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
+                                   &c->engine), "engine index");
+    CHECK(cudnnBackendFinalize(pl->engine), "engine finalize");
+    for (int i = 0; i < c->n_knobs; i++) {
+        cudnnBackendKnobType_t type = (cudnnBackendKnobType_t)c->knob_type[i];
+        CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &pl->knobs[i]),
+              "knob");
+        CHECK(cudnnBackendSetAttribute(pl->knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_TYPE,
+                                       CUDNN_TYPE_KNOB_TYPE, 1, &type), "knob type");
+        CHECK(cudnnBackendSetAttribute(pl->knobs[i], CUDNN_ATTR_KNOB_CHOICE_KNOB_VALUE,
+                                       CUDNN_TYPE_INT64, 1, &c->knob_value[i]), "knob value");
+        CHECK(cudnnBackendFinalize(pl->knobs[i]), "knob finalize");
+    }
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &pl->cfg), "config");
+    CHECK(cudnnBackendSetAttribute(pl->cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pl->engine), "config engine");
+    if (c->n_knobs)
+        CHECK(cudnnBackendSetAttribute(pl->cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, c->n_knobs, pl->knobs),
+              "config knobs");
+    CHECK(cudnnBackendFinalize(pl->cfg), "config finalize");
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &pl->plan), "plan");
+    CHECK(cudnnBackendSetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                                   &handle), "plan handle");
+    CHECK(cudnnBackendSetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pl->cfg), "plan config");
+    CHECK(cudnnBackendFinalize(pl->plan), "plan finalize");
+    CHECK(cudnnBackendGetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                   CUDNN_TYPE_INT64, 1, &got, &ws), "plan workspace");
+    pl->workspace = ws > 0 ? (size_t)ws : 0;
+done:
+    if (st != CONVFIND_OK) {
+        cf_cudnn_plan_destroy(pl);
+        return st;
+    }
+    *out = pl;
+    return CONVFIND_OK;
+}
+
+size_t cf_cudnn_plan_workspace(const cf_cudnn_plan *plan)
+{
+    return plan->workspace;
+}
+
+convfind_status cf_cudnn_plan_execute(cudnnHandle_t handle, const cf_cudnn_plan *plan,
+                                      const void *x, const void *w, void *y, void *ws)
+{
+    convfind_status st = CONVFIND_OK;
+    cudnnBackendDescriptor_t pack = NULL;
+    int64_t uids[3] = {UID_X, UID_W, UID_Y};
+    void *ptrs[3] = {(void *)x, (void *)w, y};
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack),
+          "variant pack");
+    CHECK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3,
+                                   uids), "pack uids");
+    CHECK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
+                                   3, ptrs), "pack pointers");
+    CHECK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
+                                   &ws), "pack workspace");
+    CHECK(cudnnBackendFinalize(pack), "pack finalize");
+    CHECK(cudnnBackendExecute(handle, plan->plan, pack), "execute");
+done:
+    destroy(&pack);
+    return st;
+}

@@ -1,0 +1,78 @@
+/*
+ * graph.h - convolutions through cuDNN 9's backend (graph) API: operation graphs,
+ * engine configurations as named candidates, and finalized execution plans.
+ *
+ * Conv runs as a forward convolution; ConvTranspose as the backward-data convolution
+ * of the Conv that maps Y's shape to X's (its dY is our X, its dX our Y).  1-D problems
+ * get a leading spatial axis of size 1.  Pads go in as cuDNN's pre- and post-paddings,
+ * so asymmetric pads are native wherever an engine accepts them; engines that do not
+ * are simply not offered by the heuristics.
+ *
+ * A configuration's name is what decisions store, stable for one cuDNN version and GPU:
+ *     cuda.cudnn:<layout>:e<engine global index>[:k<knob type>=<value>,...]
+ * e.g. "cuda.cudnn:nhwc:e12:k3=2,5=1".  <layout> is the physical layout the engine runs
+ * in; when it differs from the caller's, X and Y are transposed around it.  Knobs are
+ * listed in the order the heuristics gave them.
+ */
+#ifndef CONVFIND_CUDA_GRAPH_H
+#define CONVFIND_CUDA_GRAPH_H
+
+#include <cudnn.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "convfind.h"
+#include "problem/problem.h"
+
+#define CF_CUDNN_PREFIX "cuda.cudnn:"
+#define CF_CUDNN_MAX_KNOBS 16
+
+typedef struct cf_cudnn_config {
+    convfind_layout layout;      /* physical layout the engine runs in */
+    int64_t engine;              /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX */
+    int n_knobs;
+    int knob_type[CF_CUDNN_MAX_KNOBS];
+    int64_t knob_value[CF_CUDNN_MAX_KNOBS];
+} cf_cudnn_config;
+
+/* Whether cuDNN can express `p` at all (non-negative pads; ConvTranspose with output
+ * padding below the stride).  Pure. */
+bool cf_cudnn_expressible(const cf_problem *p);
+
+/* The name of `c` into buf; false when it does not fit `size` (the configuration is
+ * then not offered: decisions store names of bounded length). */
+bool cf_cudnn_config_name(const cf_cudnn_config *c, char *buf, size_t size);
+
+/* Parses a name made by cf_cudnn_config_name.  CONVFIND_ERR_NOT_FOUND, naming it, for
+ * anything else. */
+convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c);
+
+/* The configurations cuDNN's heuristics offer for `p` in physical layout `layout`:
+ * modes A, then B, then the fallback list, each configuration with the knob choices the
+ * heuristics give, duplicates removed, in that order (the first is the heuristic
+ * choice).  Under CONVFIND_MATH_STRICT with f32 data, engines that use tensor cores
+ * (TF32) or convert inputs down are left out.  Writes up to `cap` into out and the
+ * number written into *count.  Must run inside cf_cuda_enter() with `handle` the
+ * calling thread's. */
+convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
+                                   convfind_layout layout, cf_cudnn_config *out, int cap,
+                                   int *count);
+
+typedef struct cf_cudnn_plan cf_cudnn_plan;
+
+/* Finalizes configuration `c` for `p` on `handle`.  CONVFIND_ERR_BACKEND with cuDNN's
+ * message when cuDNN refuses it.  The plan may only be used with `handle`. */
+convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
+                                     const cf_cudnn_config *c, cf_cudnn_plan **out);
+void cf_cudnn_plan_destroy(void *plan);
+
+/* Device workspace bytes the plan needs. */
+size_t cf_cudnn_plan_workspace(const cf_cudnn_plan *plan);
+
+/* Queues the convolution on the handle's current stream: x, w, y in the plan's physical
+ * layout (W as [K][C/group][k...] for NCHW, [K][k...][C/group] for NHWC), all 16-byte
+ * aligned, and `ws` of cf_cudnn_plan_workspace() bytes. */
+convfind_status cf_cudnn_plan_execute(cudnnHandle_t handle, const cf_cudnn_plan *plan,
+                                      const void *x, const void *w, void *y, void *ws);
+
+#endif /* CONVFIND_CUDA_GRAPH_H */

@@ -1,0 +1,264 @@
+/*
+ * kernels.cu - the CUDA backend's own kernels (see kernels.h): axis swaps for layout
+ * changes, the epilogue, the direct convolution, fills and conversions.
+ *
+ * None of these is on a hot path the way the cuDNN engines are, except the axis swap,
+ * which the "transpose, run, transpose back" candidates pay on every call: it goes
+ * through a padded shared-memory tile so that both the reads and the writes coalesce.
+ * The activation is written out again here because the CPU one (cpu/epilogue.h) is
+ * host code; both follow convfind.h's definitions.
+ */
+#include "cuda/kernels.h"
+
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <type_traits>
+
+namespace {
+
+template <typename T> __device__ float load(const T *p, int64_t i);
+template <> __device__ float load<float>(const float *p, int64_t i) { return p[i]; }
+template <> __device__ float load<__half>(const __half *p, int64_t i) { return __half2float(p[i]); }
+template <> __device__ float load<__nv_bfloat16>(const __nv_bfloat16 *p, int64_t i)
+{
+    return __bfloat162float(p[i]);
+}
+
+template <typename T> __device__ void store(T *p, int64_t i, float v);
+template <> __device__ void store<float>(float *p, int64_t i, float v) { p[i] = v; }
+template <> __device__ void store<__half>(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+template <> __device__ void store<__nv_bfloat16>(__nv_bfloat16 *p, int64_t i, float v)
+{
+    p[i] = __float2bfloat16_rn(v);
+}
+
+__device__ float activate(float v, const cf_problem &p)
+{
+    switch (p.act) {
+    case CONVFIND_ACT_RELU:
+        return v > 0.0f ? v : 0.0f;
+    case CONVFIND_ACT_LEAKY_RELU:
+        return v >= 0.0f ? v : p.alpha * v;
+    case CONVFIND_ACT_CLIP:
+        return v < p.alpha ? p.alpha : (v > p.beta ? p.beta : v);
+    case CONVFIND_ACT_SIGMOID:
+        return 1.0f / (1.0f + expf(-v));
+    case CONVFIND_ACT_TANH:
+        return tanhf(v);
+    case CONVFIND_ACT_HARD_SIGMOID: {
+        float h = p.alpha * v + p.beta;
+        return h < 0.0f ? 0.0f : (h > 1.0f ? 1.0f : h);
+    }
+    default:
+        return v;
+    }
+}
+
+/* Offset of (n, channel, spatial index) in a tensor of `ch` channels and `sp` points. */
+__device__ int64_t offset(convfind_layout layout, int64_t n, int64_t c, int64_t s, int64_t ch,
+                          int64_t sp)
+{
+    return layout == CONVFIND_LAYOUT_NHWC ? (n * sp + s) * ch + c : (n * ch + c) * sp + s;
+}
+
+unsigned grid_for(int64_t work, int block)
+{
+    int64_t g = (work + block - 1) / block;
+    return (unsigned)(g < 1 ? 1 : g > (1 << 20) ? (1 << 20) : g);
+}
+
+template <typename T>
+__global__ void swap_axes_kernel(const T *src, T *dst, int64_t n, int64_t a, int64_t b)
+{
+    __shared__ T tile[32][33];
+    const int64_t ta_count = (a + 31) / 32, tb_count = (b + 31) / 32;
+    const int64_t tiles = n * ta_count * tb_count;
+    for (int64_t t = blockIdx.x; t < tiles; t += gridDim.x) {
+        const int64_t tb = t % tb_count, ta = (t / tb_count) % ta_count;
+        const int64_t batch = t / (tb_count * ta_count);
+        const T *s = src + batch * a * b;
+        T *d = dst + batch * a * b;
+        for (int j = threadIdx.y; j < 32; j += blockDim.y) {
+            int64_t ai = ta * 32 + j, bi = tb * 32 + threadIdx.x;
+            if (ai < a && bi < b)
+                tile[j][threadIdx.x] = s[ai * b + bi];
+        }
+        __syncthreads();
+        for (int j = threadIdx.y; j < 32; j += blockDim.y) {
+            int64_t bi = tb * 32 + j, ai = ta * 32 + threadIdx.x;
+            if (ai < a && bi < b)
+                d[bi * a + ai] = tile[threadIdx.x][j];
+        }
+        __syncthreads();
+    }
+}
+
+template <typename T>
+__global__ void epilogue_kernel(cf_problem p, const T *b, const T *z, T *y)
+{
+    const int64_t total = (int64_t)p.y_elems;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t c = p.layout == CONVFIND_LAYOUT_NHWC ? i % p.m : (i / p.out_sp) % p.m;
+        float v = load(y, i);
+        if (b)
+            v += load(b, c);
+        if (z)
+            v += load(z, i);
+        store(y, i, activate(v, p));
+    }
+}
+
+/* One thread per output value; ConvTranspose gathers the inputs that scatter into it. */
+template <typename T>
+__global__ void direct_kernel(cf_problem p, const T *x, const T *w, const T *b, const T *z, T *y)
+{
+    const int64_t total = (int64_t)p.y_elems;
+    const int64_t cpg = p.c / p.group, mpg = p.m / p.group;
+    const bool transpose = p.op == CONVFIND_OP_CONV_TRANSPOSE;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t r = i;
+        const int64_t o2 = r % p.out[2];
+        r /= p.out[2];
+        const int64_t o1 = r % p.out[1];
+        r /= p.out[1];
+        const int64_t o0 = r % p.out[0];
+        r /= p.out[0];
+        const int64_t m = r % p.m, n = r / p.m;
+        const int64_t g = m / mpg;
+        const int64_t o[3] = {o0, o1, o2};
+        float acc = 0.0f;
+        for (int64_t ci = 0; ci < cpg; ci++) {
+            const int64_t c = g * cpg + ci;
+            for (int64_t k0 = 0; k0 < p.k[0]; k0++)
+                for (int64_t k1 = 0; k1 < p.k[1]; k1++)
+                    for (int64_t k2 = 0; k2 < p.k[2]; k2++) {
+                        const int64_t k[3] = {k0, k1, k2};
+                        int64_t in[3];
+                        bool inside = true;
+                        for (int d = 0; d < 3; d++) {
+                            if (!transpose) {
+                                in[d] = o[d] * p.stride[d] - p.pad_begin[d] + k[d] * p.dil[d];
+                            } else {
+                                int64_t t = o[d] + p.pad_begin[d] - k[d] * p.dil[d];
+                                in[d] = t >= 0 && t % p.stride[d] == 0 ? t / p.stride[d] : -1;
+                            }
+                            inside = inside && in[d] >= 0 && in[d] < p.in[d];
+                        }
+                        if (!inside)
+                            continue;
+                        const int64_t s = (in[0] * p.in[1] + in[1]) * p.in[2] + in[2];
+                        const int64_t wk = (k0 * p.k[1] + k1) * p.k[2] + k2;
+                        const int64_t wi = transpose ? (c * mpg + (m - g * mpg)) * p.k_sp + wk
+                                                     : (m * cpg + ci) * p.k_sp + wk;
+                        acc += load(x, offset(p.layout, n, c, s, p.c, p.in_sp)) * load(w, wi);
+                    }
+        }
+        const int64_t s = (o0 * p.out[1] + o1) * p.out[2] + o2;
+        const int64_t yi = offset(p.layout, n, m, s, p.m, p.out_sp);
+        if (b)
+            acc += load(b, m);
+        if (z)
+            acc += load(z, yi);
+        store(y, yi, activate(acc, p));
+    }
+}
+
+template <typename T> __global__ void fill_kernel(T *dst, int64_t count, uint64_t seed)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        uint64_t s = (seed + 1) * 0x9e3779b97f4a7c15ull ^ ((uint64_t)i * 0xbf58476d1ce4e5b9ull);
+        s ^= s >> 31;
+        s *= 0x94d049bb133111ebull;
+        s ^= s >> 29;
+        float v = ((float)(int32_t)((s >> 40) & 0xffffff) - 8388607.5f) / 8388608.0f;
+        store(dst, i, v);
+    }
+}
+
+template <typename T> __global__ void to_float_kernel(const T *src, float *dst, int64_t count)
+{
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+         i += (int64_t)gridDim.x * blockDim.x)
+        dst[i] = load(src, i);
+}
+
+/* Calls f with a typed null pointer of the dtype's element type. */
+template <typename F> int dispatch(convfind_dtype dtype, F f)
+{
+    switch (dtype) {
+    case CONVFIND_DTYPE_F16:
+        return f((__half *)nullptr);
+    case CONVFIND_DTYPE_BF16:
+        return f((__nv_bfloat16 *)nullptr);
+    default:
+        return f((float *)nullptr);
+    }
+}
+
+int launched() { return (int)cudaGetLastError(); }
+
+} // namespace
+
+extern "C" int cf_cuda_swap_axes(const void *src, void *dst, size_t elem_size, int64_t n,
+                                 int64_t a, int64_t b, void *stream)
+{
+    const int64_t tiles = n * ((a + 31) / 32) * ((b + 31) / 32);
+    const dim3 block(32, 8);
+    const unsigned grid = grid_for(tiles, 1);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (elem_size == 2)
+        swap_axes_kernel<<<grid, block, 0, s>>>((const uint16_t *)src, (uint16_t *)dst, n, a, b);
+    else if (elem_size == 4)
+        swap_axes_kernel<<<grid, block, 0, s>>>((const uint32_t *)src, (uint32_t *)dst, n, a, b);
+    else
+        return (int)cudaErrorInvalidValue;
+    return launched();
+}
+
+extern "C" int cf_cuda_epilogue(const cf_problem *p, const void *b, const void *z, void *y,
+                                void *stream)
+{
+    return dispatch(p->dtype, [&](auto *t) {
+        using T = std::remove_pointer_t<decltype(t)>;
+        epilogue_kernel<<<grid_for((int64_t)p->y_elems, 256), 256, 0, (cudaStream_t)stream>>>(
+            *p, (const T *)b, (const T *)z, (T *)y);
+        return launched();
+    });
+}
+
+extern "C" int cf_cuda_direct_conv(const cf_problem *p, const void *x, const void *w,
+                                   const void *b, const void *z, void *y, void *stream)
+{
+    return dispatch(p->dtype, [&](auto *t) {
+        using T = std::remove_pointer_t<decltype(t)>;
+        direct_kernel<<<grid_for((int64_t)p->y_elems, 128), 128, 0, (cudaStream_t)stream>>>(
+            *p, (const T *)x, (const T *)w, (const T *)b, (const T *)z, (T *)y);
+        return launched();
+    });
+}
+
+extern "C" int cf_cuda_fill(void *dst, convfind_dtype dtype, size_t count, uint64_t seed,
+                            void *stream)
+{
+    return dispatch(dtype, [&](auto *t) {
+        using T = std::remove_pointer_t<decltype(t)>;
+        fill_kernel<<<grid_for((int64_t)count, 256), 256, 0, (cudaStream_t)stream>>>(
+            (T *)dst, (int64_t)count, seed);
+        return launched();
+    });
+}
+
+extern "C" int cf_cuda_to_float(const void *src, convfind_dtype dtype, float *dst, size_t count,
+                                void *stream)
+{
+    return dispatch(dtype, [&](auto *t) {
+        using T = std::remove_pointer_t<decltype(t)>;
+        to_float_kernel<<<grid_for((int64_t)count, 256), 256, 0, (cudaStream_t)stream>>>(
+            (const T *)src, dst, (int64_t)count);
+        return launched();
+    });
+}

@@ -1,0 +1,52 @@
+/*
+ * kernels.h - the CUDA backend's own small kernels, callable from C (kernels.cu).
+ *
+ * cuDNN does the convolutions; these do what surrounds them: moving tensors between
+ * channels-first and channels-last (the "transpose, run, transpose back" candidates),
+ * the bias/residual/activation epilogue, non-zero test data for Find and the tests, and
+ * a direct convolution that runs every problem the library accepts (any group, dilation,
+ * pad including negative ConvTranspose pads, output padding, dtype, layout, epilogue).
+ * The direct kernel is the CUDA backend's always-valid fallback and Find's GPU
+ * reference; the tests check it against the CPU reference.
+ *
+ * Every function queues work on `stream` (a cudaStream_t, NULL: the default stream) and
+ * returns the cudaError_t of the launch as an int (0: queued).  Pointers are device
+ * pointers.  Thread-safe.
+ */
+#ifndef CONVFIND_CUDA_KERNELS_H
+#define CONVFIND_CUDA_KERNELS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "problem/problem.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* dst = src with the middle and last axes swapped, per batch entry: [n][a][b] ->
+ * [n][b][a].  Channels-first [n][c][sp] to channels-last is (a = c, b = sp); back is
+ * (a = sp, b = c).  elem_size 2 or 4. */
+int cf_cuda_swap_axes(const void *src, void *dst, size_t elem_size, int64_t n, int64_t a,
+                      int64_t b, void *stream);
+
+/* Y = act(Y + B + Z) in place, Y in the problem's dtype and layout; b, z may be NULL. */
+int cf_cuda_epilogue(const cf_problem *p, const void *b, const void *z, void *y, void *stream);
+
+/* Y of problem `p` (its layout, W in ONNX layout), epilogue included, fp32 accumulation. */
+int cf_cuda_direct_conv(const cf_problem *p, const void *x, const void *w, const void *b,
+                        const void *z, void *y, void *stream);
+
+/* `count` values of `dtype` in (-1, 1), never 0, a fixed function of (seed, index). */
+int cf_cuda_fill(void *dst, convfind_dtype dtype, size_t count, uint64_t seed, void *stream);
+
+/* dst[i] = (float)src[i] for `count` values of `dtype` (for checking results on the host). */
+int cf_cuda_to_float(const void *src, convfind_dtype dtype, float *dst, size_t count,
+                     void *stream);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* CONVFIND_CUDA_KERNELS_H */

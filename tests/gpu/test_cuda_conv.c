@@ -1,0 +1,161 @@
+/*
+ * test_cuda_conv.c - the CUDA backend against the CPU reference on random problems:
+ * groups, dilations, strides, asymmetric pads, 1-D/2-D/3-D, ConvTranspose with output
+ * padding, NCHW and NHWC, f32 strict, TF32, f16 and bf16, bias/residual/ReLU.
+ *
+ * Per problem: cuda.direct (the fallback and Find's reference), every cuDNN
+ * configuration the heuristics offer (up to a cap; each one cuDNN accepts must be
+ * right, a refusal is counted), and the plan Find chooses under EXHAUSTIVE.  Exits 77
+ * (skip) without a GPU.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/context.h"
+#include "cuda/algos.h"
+#include "cuda/find.h"
+#include "gpu_util.h"
+
+#define PROBLEMS 36
+#define CONFIGS_PER_PROBLEM 24
+
+static unsigned rng = 12345;
+
+static int pick(int lo, int hi)
+{
+    rng = rng * 1103515245u + 12345u;
+    return lo + (int)((rng >> 8) % (unsigned)(hi - lo + 1));
+}
+
+/* A random valid descriptor (retries until the output is non-empty). */
+static void random_desc(convfind_conv_desc *d, int i)
+{
+    for (;;) {
+        convfind_conv_desc_init(d);
+        d->op = pick(0, 9) < 7 ? CONVFIND_OP_CONV : CONVFIND_OP_CONV_TRANSPOSE;
+        static const convfind_dtype dts[] = {CONVFIND_DTYPE_F32, CONVFIND_DTYPE_F32,
+                                             CONVFIND_DTYPE_F16, CONVFIND_DTYPE_BF16};
+        d->dtype = dts[i % 4];
+        d->math_mode = i % 4 == 1 ? CONVFIND_MATH_ALLOW_TF32 : CONVFIND_MATH_STRICT;
+        d->layout = pick(0, 1) ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
+        int nsp = pick(0, 5) == 0 ? 1 : pick(0, 5) == 0 ? 3 : 2;
+        int64_t g = pick(1, 3), cpg = pick(1, 6), mpg = pick(1, 6);
+        d->group = g;
+        d->x_rank = d->w_rank = nsp + 2;
+        d->x_dims[0] = pick(1, 3);
+        d->x_dims[1] = g * cpg;
+        d->w_dims[0] = d->op == CONVFIND_OP_CONV ? g * mpg : g * cpg;
+        d->w_dims[1] = d->op == CONVFIND_OP_CONV ? cpg : mpg;
+        d->strides.count = d->dilations.count = nsp;
+        d->pads.count = 2 * nsp;
+        if (d->op == CONVFIND_OP_CONV_TRANSPOSE)
+            d->output_padding.count = nsp;
+        bool ok = true;
+        for (int s = 0; s < nsp; s++) {
+            int64_t k = pick(1, 3), st = pick(1, 2), dil = pick(1, 2);
+            int64_t in = nsp == 3 ? pick(3, 6) : pick(4, 12);
+            d->x_dims[2 + s] = in;
+            d->w_dims[2 + s] = k;
+            d->strides.v[s] = st;
+            d->dilations.v[s] = dil;
+            d->pads.v[s] = pick(0, 2);
+            d->pads.v[nsp + s] = pick(0, 2);
+            if (d->op == CONVFIND_OP_CONV_TRANSPOSE) {
+                d->output_padding.v[s] = pick(0, (int)st - 1);
+                ok = ok && (in - 1) * st + dil * (k - 1) + 1 + d->output_padding.v[s] >
+                               d->pads.v[s] + d->pads.v[nsp + s];
+            } else {
+                ok = ok && in + d->pads.v[s] + d->pads.v[nsp + s] >= dil * (k - 1) + 1;
+            }
+        }
+        d->has_bias = pick(0, 1);
+        d->has_residual = pick(0, 3) == 0;
+        d->activation = pick(0, 1) ? CONVFIND_ACT_RELU : CONVFIND_ACT_NONE;
+        if (ok)
+            return;
+    }
+}
+
+static int failures;
+
+static void expect_ok(double err, double tol, const char *what, const char *algo, int i)
+{
+    if (!(err <= tol)) {
+        printf("FAIL problem %d %s %s: error %.3g > %.3g\n", i, what, algo, err, tol);
+        failures++;
+    }
+}
+
+int main(void)
+{
+    gu_require_gpu();
+    convfind_context *forced = gu_context(CONVFIND_FIND_HEURISTIC, NULL);
+    convfind_context *tuned = gu_context(CONVFIND_FIND_EXHAUSTIVE, NULL);
+    int configs_ok = 0, configs_refused = 0, cudnn_chosen = 0;
+    for (int i = 0; i < PROBLEMS; i++) {
+        convfind_conv_desc desc;
+        random_desc(&desc, i);
+        convfind_problem *p = gu_problem(&desc);
+        char text[256];
+        convfind_problem_describe(p, text, sizeof text);
+        gu_data d;
+        gu_data_init(&d, &desc, p, (unsigned)i + 1);
+        const double tol = gu_tolerance(&desc);
+        convfind_tensors t = gu_tensors(&d);
+
+        convfind_plan *plan;
+        gu_check(convfind_plan_create_with_algorithm(forced, p, "cuda.direct", &plan), "direct");
+        gu_poison(&d);
+        gu_check(convfind_execute(plan, &t), "direct execute");
+        expect_ok(gu_error(&d), tol, "forced", "cuda.direct", i);
+        convfind_plan_destroy(plan);
+
+        cf_decision dec;
+        gu_check(cf_cuda_find_heuristic(forced->cuda, p, &dec), "candidates");
+        int tested = 0;
+        for (int c = 0; c < dec.n_candidates && tested < CONFIGS_PER_PROBLEM; c++) {
+            const char *name = dec.candidates[c].algo;
+            if (strncmp(name, "cuda.cudnn:", 11) != 0)
+                continue;
+            tested++;
+            void *state;
+            gu_check(cf_algo_prepare(&cf_algo_cuda_cudnn, p, name, &state), name);
+            cf_exec_args a = {.x = t.x, .w = t.w, .b = t.b, .z = t.z, .y = t.y,
+                              .device = forced->cuda};
+            gu_poison(&d);
+            if (cf_algo_cuda_cudnn.execute(p, state, &a) == CONVFIND_OK) {
+                configs_ok++;
+                expect_ok(gu_error(&d), tol, "config", name, i);
+            } else {
+                configs_refused++;
+            }
+            cf_algo_cuda_cudnn.release(state);
+        }
+        cf_decision_clear(&dec);
+
+        gu_check(convfind_plan_create(tuned, p, &plan), "plan (Find)");
+        gu_poison(&d);
+        gu_check(convfind_execute(plan, &t), "execute (Find)");
+        const char *chosen = convfind_plan_algorithm(plan);
+        cudnn_chosen += strncmp(chosen, "cuda.cudnn:", 11) == 0;
+        expect_ok(gu_error(&d), tol, "found", chosen, i);
+        printf("problem %2d: %s -> %s (%d configs tried)\n", i, text, chosen, tested);
+        convfind_plan_destroy(plan);
+        gu_data_free(&d);
+        convfind_problem_destroy(p);
+    }
+    convfind_context_stats s;
+    gu_check(convfind_context_stats_get(tuned, &s), "stats");
+    printf("cuDNN configurations: %d correct, %d refused by cuDNN; Find chose cuDNN for %d of "
+           "%d problems; %llu finds, %d failures\n",
+           configs_ok, configs_refused, cudnn_chosen, PROBLEMS, (unsigned long long)s.finds,
+           failures);
+    if (configs_ok == 0) {
+        printf("FAIL: no cuDNN configuration ran\n");
+        failures++;
+    }
+    convfind_context_destroy(tuned);
+    convfind_context_destroy(forced);
+    return failures ? 1 : 0;
+}
