@@ -48,6 +48,11 @@ macro(convfind_cuda_detect)
     endif()
   endif()
   if(CONVFIND_HAVE_CUDA)
+    # Consumers of the static library link cuDNN and the static CUDA runtime too:
+    # convfindConfig.cmake finds CUDAToolkit again; convfind.pc names them.
+    list(APPEND CONVFIND_DEPENDENCY_PACKAGES CUDAToolkit)
+    get_filename_component(_cf_cudnn_dir "${CUDNN_LIBRARY}" DIRECTORY)
+    set(CONVFIND_PC_LIBS_PRIVATE_CUDA "-L${_cf_cudnn_dir} -lcudnn -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt -lstdc++")
     if(NOT CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()
@@ -84,7 +89,8 @@ function(convfind_cuda_attach)
     target_sources(${t} PRIVATE $<TARGET_OBJECTS:convfind_cuda_kernels>)
   endforeach()
   target_link_libraries(convfind PRIVATE ${CUDNN_LIBRARY} CUDA::cudart_static)
-  target_link_libraries(convfind_static PRIVATE ${CUDNN_LIBRARY} CUDA::cudart_static)
+  # nvcc's host code needs the C++ runtime, which a static archive cannot carry.
+  target_link_libraries(convfind_static PRIVATE ${CUDNN_LIBRARY} CUDA::cudart_static stdc++)
   target_link_libraries(convfind_internal PUBLIC ${CUDNN_LIBRARY} CUDA::cudart_static)
   target_include_directories(convfind_internal PUBLIC ${CUDNN_INCLUDE_DIR}
                              ${CUDAToolkit_INCLUDE_DIRS})

@@ -17,6 +17,7 @@ extern const cf_algo cf_algo_cpu_winograd_f2x3;
 extern const cf_algo cf_algo_cpu_gemm_1x1;
 extern const cf_algo cf_algo_cpu_im2col_gemm;
 extern const cf_algo cf_algo_cpu_convtranspose_gemm;
+extern const cf_algo cf_algo_cpu_convtranspose_subpixel;
 extern const cf_algo cf_algo_cpu_reference;
 #ifdef CONVFIND_HAVE_CUDA
 extern const cf_algo cf_algo_cuda_cudnn;
@@ -30,6 +31,7 @@ static const cf_algo *const registry[] = {
     &cf_algo_cpu_winograd_f4x3,
     &cf_algo_cpu_winograd_f2x3,
     &cf_algo_cpu_im2col_gemm,
+    &cf_algo_cpu_convtranspose_subpixel,
     &cf_algo_cpu_convtranspose_gemm,
 #ifdef CONVFIND_HAVE_CUDA
     &cf_algo_cuda_cudnn,  /* CUDA contexts only (backend field); CPU Find skips them */

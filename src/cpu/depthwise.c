@@ -5,12 +5,12 @@
  * Depthwise layers do about 2 * k_sp FLOPs per output, so they are bound by memory
  * traffic, not FMAs, and are judged in bytes per second: both native paths read X and
  * write Y once, with no layout conversion.  NCHW problems with narrow rows (MobileNet's
- * 14x14 and 7x7 layers) instead transpose X and Y around the channels-last kernel: two
- * extra passes cost less than vectors along rows of 7 or 14.  Any kernel size, stride, dilation, asymmetric pads,
- * 1-D to 3-D.  Weights need no packing for NCHW; for NHWC their [tap][M] transpose is
- * a few KiB, redone per execution in the workspace.
+ * 28x28 and smaller layers) instead transpose X and Y around the channels-last kernel:
+ * two extra passes cost less than vectors along rows of 7 or 14.  Any kernel size,
+ * stride, dilation, asymmetric pads, 1-D to 3-D.  Weights need no packing for NCHW; for
+ * the channels-last kernel their [tap][M] transpose is a few KiB, redone per execution
+ * in the workspace.
  */
-#include <string.h>
 
 #include "core/algo.h"
 #include "cpu/depthwise.h"

@@ -29,8 +29,14 @@ static void dw_tap_range(int64_t o, int64_t s, int64_t pad, int64_t d, int64_t k
                          int64_t *lo, int64_t *hi)
 {
     int64_t base = o * s - pad;
-    int64_t l = base >= 0 ? 0 : (-base + d - 1) / d;
-    int64_t h = base >= in ? 0 : (in - 1 - base) / d + 1;
+    int64_t l, h;
+    if (d == 1) { /* the common case, without divisions */
+        l = base >= 0 ? 0 : -base;
+        h = base >= in ? 0 : in - base;
+    } else {
+        l = base >= 0 ? 0 : (-base + d - 1) / d;
+        h = base >= in ? 0 : (in - 1 - base) / d + 1;
+    }
     *lo = dw_min(l, k);
     *hi = dw_max(dw_min(h, k), *lo);
 }
@@ -39,8 +45,11 @@ static void dw_tap_range(int64_t o, int64_t s, int64_t pad, int64_t d, int64_t k
  * [kw_lo, kw_hi) valid for all of them (D and H ranges given). */
 DW_INLINE void dw_nhwc_pixels(const cf_dw_job *j, int64_t n, int64_t od, int64_t oh, int64_t ow,
                               int64_t c0, int cnt, const int64_t kr[6], const int np,
-                              const bool full)
+                              const bool full, const int KW)
 {
+    /* KW: 3 for interior runs of 3-wide, dilation-1 kernels (taps 0..2, unrolled), or 0
+     * for the taps kr[4]..kr[5] of the problem. */
+    const int64_t kw_lo = KW ? 0 : kr[4], kw_hi = KW ? KW : kr[5];
     const cf_problem *p = j->p;
     const cf_geom3 *s = &j->s;
     cf_vf acc[DW_RUN];
@@ -53,9 +62,11 @@ DW_INLINE void dw_nhwc_pixels(const cf_dw_job *j, int64_t n, int64_t od, int64_t
             int64_t ih = oh * s->stride[1] - s->pad[1] + kh * s->dil[1];
             const float *xrow = j->x + ((n * s->in[0] + id) * s->in[1] + ih) * s->in[2] * j->xc + c0;
             const float *wt = j->w + ((kd * s->k[1] + kh) * s->k[2]) * p->m + c0;
-            for (int64_t kw = kr[4]; kw < kr[5]; kw++) {
+#pragma GCC unroll 3
+            for (int64_t kw = kw_lo; kw < kw_hi; kw++) {
                 cf_vf wv = full ? cf_vload(wt + kw * p->m) : cf_vload_n(wt + kw * p->m, cnt);
-                const float *xp = xrow + (ow * s->stride[2] - s->pad[2] + kw * s->dil[2]) * j->xc;
+                const float *xp =
+                    xrow + (ow * s->stride[2] - s->pad[2] + kw * (KW ? 1 : s->dil[2])) * j->xc;
 #pragma GCC unroll 8
                 for (int q = 0; q < np; q++) {
                     const float *xq = xp + q * s->stride[2] * j->xc;
@@ -83,15 +94,19 @@ DW_INLINE void dw_nhwc_pixels(const cf_dw_job *j, int64_t n, int64_t od, int64_t
 #define DW_NP_CASE(np)                                                                     \
     case np:                                                                               \
         if (full)                                                                          \
-            dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, np, true);                       \
+            dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, np, true, 0);                    \
         else                                                                               \
-            dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, np, false);                      \
+            dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, np, false, 0);                   \
         break;
 
 static void dw_nhwc_dispatch(const cf_dw_job *j, int64_t n, int64_t od, int64_t oh, int64_t ow,
-                             int64_t c0, int cnt, const int64_t kr[6], int np)
+                             int64_t c0, int cnt, const int64_t kr[6], int np, bool k3_run)
 {
     bool full = cnt == CF_VL;
+    if (k3_run && full && np == DW_RUN) { /* the bulk of 3x3 layers */
+        dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, DW_RUN, true, 3);
+        return;
+    }
     switch (np) {
         DW_NP_CASE(1) DW_NP_CASE(2) DW_NP_CASE(3) DW_NP_CASE(4)
         DW_NP_CASE(5) DW_NP_CASE(6) DW_NP_CASE(7) DW_NP_CASE(8)
@@ -117,11 +132,13 @@ static void dw_nhwc_row(const cf_dw_job *j, size_t row)
     ow_hi = dw_min(ow_hi, s->out[2]);
     if (ow_hi < ow_lo)
         ow_hi = ow_lo;
+    bool k3 = s->k[2] == 3 && s->dil[2] == 1;
     for (int64_t c0 = 0; c0 < p->m; c0 += CF_VL) {
         int cnt = (int)dw_min(CF_VL, p->m - c0);
         for (int64_t ow = 0; ow < s->out[2];) {
             int np;
-            if (ow >= ow_lo && ow < ow_hi) {
+            bool interior = ow >= ow_lo && ow < ow_hi;
+            if (interior) {
                 np = (int)dw_min(DW_RUN, ow_hi - ow);
                 kr[4] = 0;
                 kr[5] = s->k[2];
@@ -130,7 +147,7 @@ static void dw_nhwc_row(const cf_dw_job *j, size_t row)
                 dw_tap_range(ow, s->stride[2], s->pad[2], s->dil[2], s->k[2], s->in[2], &kr[4],
                              &kr[5]);
             }
-            dw_nhwc_dispatch(j, n, od, oh, ow, c0, cnt, kr, np);
+            dw_nhwc_dispatch(j, n, od, oh, ow, c0, cnt, kr, np, interior && k3);
             ow += np;
         }
     }
@@ -170,7 +187,8 @@ DW_INLINE cf_vf dw_lanes(const float *row, int64_t base, int64_t sw, int64_t iw_
  * epilogue; kr holds the D and H tap ranges of the row. */
 DW_INLINE void dw_nchw_vectors(const cf_dw_job *j, const float *xplane, const float *w,
                                cf_vf bias, const int32_t *idx, const int64_t kr[4], int64_t od,
-                               int64_t oh, int64_t ow0, size_t y_row, const int nv)
+                               int64_t oh, int64_t ow0, size_t y_row, const int nv,
+                               const int KW, const int SW)
 {
     const cf_problem *p = j->p;
     const cf_geom3 *s = &j->s;
@@ -178,16 +196,21 @@ DW_INLINE void dw_nchw_vectors(const cf_dw_job *j, const float *xplane, const fl
 #pragma GCC unroll 4
     for (int r = 0; r < nv; r++)
         acc[r] = cf_vzero();
-    int64_t sw = s->stride[2];
+    /* KW, SW: compile-time W taps and stride (dilation 1) of the common 3-wide kernels,
+     * or 0 for the general case read from the problem. */
+    const int64_t sw = SW ? SW : s->stride[2];
+    const int64_t kwn = KW ? KW : s->k[2];
+    const int64_t dw = KW ? 1 : s->dil[2];
     for (int64_t kd = kr[0]; kd < kr[1]; kd++)
     for (int64_t kh = kr[2]; kh < kr[3]; kh++) {
         int64_t id = od * s->stride[0] - s->pad[0] + kd * s->dil[0];
         int64_t ih = oh * s->stride[1] - s->pad[1] + kh * s->dil[1];
         const float *row = xplane + (id * s->in[1] + ih) * s->in[2];
-        const float *wt = w + (kd * s->k[1] + kh) * s->k[2];
-        for (int64_t kw = 0; kw < s->k[2]; kw++) {
+        const float *wt = w + (kd * s->k[1] + kh) * kwn;
+#pragma GCC unroll 3
+        for (int64_t kw = 0; kw < kwn; kw++) {
             cf_vf wv = cf_vbcast(wt[kw]);
-            int64_t base = ow0 * sw - s->pad[2] + kw * s->dil[2];
+            int64_t base = ow0 * sw - s->pad[2] + kw * dw;
 #pragma GCC unroll 4
             for (int r = 0; r < nv; r++)
                 acc[r] = cf_vfma(wv, dw_lanes(row, base + r * CF_VL * sw, sw, s->in[2], idx),
@@ -205,8 +228,25 @@ DW_INLINE void dw_nchw_vectors(const cf_dw_job *j, const float *xplane, const fl
     }
 }
 
+/* One output row of a plane, in blocks of up to DW_VECS vectors. */
+DW_INLINE void dw_nchw_row(const cf_dw_job *j, const float *xplane, const float *w, cf_vf bias,
+                           const int32_t *idx, const int64_t kr[4], int64_t od, int64_t oh,
+                           size_t y_row, const int KW, const int SW)
+{
+    int64_t ow_n = j->s.out[2];
+    for (int64_t ow0 = 0; ow0 < ow_n; ow0 += DW_VECS * CF_VL) {
+        int64_t nv = (dw_min(DW_VECS * CF_VL, ow_n - ow0) + CF_VL - 1) / CF_VL;
+        switch (nv) {
+        case 1: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 1, KW, SW); break;
+        case 2: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 2, KW, SW); break;
+        case 3: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 3, KW, SW); break;
+        default: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 4, KW, SW); break;
+        }
+    }
+}
+
 /* One (image, output channel) plane straight from NCHW X: vectors along W, with a
- * gather only where a vector's window crosses the row's ends. */
+ * masked load or gather only where a vector's window crosses the row's ends. */
 static void dw_nchw_plane(const cf_dw_job *j, size_t plane)
 {
     const cf_problem *p = j->p;
@@ -219,21 +259,20 @@ static void dw_nchw_plane(const cf_dw_job *j, size_t plane)
     int32_t idx[CF_VL];
     for (int l = 0; l < CF_VL; l++)
         idx[l] = (int32_t)(l * s->stride[2]);
+    bool k3 = s->k[2] == 3 && s->dil[2] == 1;
+    int spec = k3 && s->stride[2] == 1 ? 1 : k3 && s->stride[2] == 2 ? 2 : 0;
     for (int64_t od = 0; od < s->out[0]; od++)
     for (int64_t oh = 0; oh < s->out[1]; oh++) {
         int64_t kr[4];
         dw_tap_range(od, s->stride[0], s->pad[0], s->dil[0], s->k[0], s->in[0], &kr[0], &kr[1]);
         dw_tap_range(oh, s->stride[1], s->pad[1], s->dil[1], s->k[1], s->in[1], &kr[2], &kr[3]);
         size_t y_row = y_plane + (size_t)((od * s->out[1] + oh) * s->out[2]);
-        for (int64_t ow0 = 0; ow0 < s->out[2]; ow0 += DW_VECS * CF_VL) {
-            int64_t nv = (dw_min(DW_VECS * CF_VL, s->out[2] - ow0) + CF_VL - 1) / CF_VL;
-            switch (nv) {
-            case 1: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 1); break;
-            case 2: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 2); break;
-            case 3: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 3); break;
-            default: dw_nchw_vectors(j, xplane, w, bias, idx, kr, od, oh, ow0, y_row, 4); break;
-            }
-        }
+        if (spec == 1)
+            dw_nchw_row(j, xplane, w, bias, idx, kr, od, oh, y_row, 3, 1);
+        else if (spec == 2)
+            dw_nchw_row(j, xplane, w, bias, idx, kr, od, oh, y_row, 3, 2);
+        else
+            dw_nchw_row(j, xplane, w, bias, idx, kr, od, oh, y_row, 0, 0);
     }
 }
 

@@ -6,8 +6,8 @@
  * An execution runs four parallel phases: pad X into [N][C][H'][W'], transform the
  * input tiles (per block of channels and group of tiles), the alpha^2 products on
  * cpu.direct_blocked's tile kernel (per position, group of output blocks and run of
- * tiles), and transform the output with the fused epilogue (per tile and block of
- * output channels).  The weights' transform U = G g G^T is computed in double and
+ * tiles), and transform the output with the fused epilogue (per row of tiles and block
+ * of output channels).  The weights' transform U = G g G^T is computed in double and
  * packed once per vector length; packed weights of another ISA level are recomputed into
  * the workspace.
  *
@@ -348,7 +348,7 @@ static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, in
     cf_parallel_for(a->pool, (size_t)(p->n * p->c), wg_pad_task, &run);
     cf_parallel_for(a->pool, (size_t)(j.cb * j.groups), wg_input_task, &run);
     cf_parallel_for(a->pool, positions * (size_t)(run.nobg * run.chunks), wg_product_task, &run);
-    cf_parallel_for(a->pool, (size_t)(j.ntiles * j.kb), wg_output_task, &run);
+    cf_parallel_for(a->pool, (size_t)(j.ntiles / j.tiles_w * j.kb), wg_output_task, &run);
     return CONVFIND_OK;
 }
 

@@ -16,8 +16,8 @@
  *   input   gathers the alpha x alpha patches of VL tiles (one per lane) for each of VL
  *           channels from the padded input, transforms them, and transposes each
  *           position's VL x VL block into V's channels-innermost order;
- *   output  reads M of one tile for VL output channels, applies A^T . A, the fused
- *           epilogue, and stores the tile's pixels into Y (either layout).
+ *   output  reads M of a row of tiles for VL output channels, applies A^T . A, the
+ *           fused epilogue, and stores the tiles' pixels into Y (either layout).
  * Lanes address memory through 32-bit offsets: applicable() keeps the tensors below 2^31.
  */
 #ifndef CONVFIND_CPU_WINOGRAD_H
@@ -48,7 +48,8 @@ typedef struct cf_wg_job {
 typedef struct cf_wg_kernels {
     int vl;
     void (*input)(const cf_wg_job *j, size_t task);  /* task = channel block * groups + group */
-    void (*output)(const cf_wg_job *j, size_t task); /* task = tile * kb + output block */
+    /* task = output block * (N * tiles_h) + row of tiles */
+    void (*output)(const cf_wg_job *j, size_t task);
 } cf_wg_kernels;
 
 extern const cf_wg_kernels cf_wg2_avx512, cf_wg2_avx2, cf_wg2_portable;

@@ -120,11 +120,11 @@ WG_INLINE void wg_input(const cf_wg_job *j, size_t task, const int mt)
     }
 }
 
-WG_INLINE void wg_output(const cf_wg_job *j, size_t task, const int mt)
+/* One tile t, output channels [k0, k0 + VL). */
+WG_INLINE void wg_output_tile(const cf_wg_job *j, int64_t t, int64_t k0, const int mt)
 {
     const int alpha = mt + 2;
     const cf_problem *p = j->p;
-    int64_t t = (int64_t)task / j->kb, k0 = (int64_t)task % j->kb * CF_VL;
     int cnt = p->m - k0 < CF_VL ? (int)(p->m - k0) : CF_VL;
     int64_t per_image = j->tiles_h * j->tiles_w;
     int64_t n = t / per_image, ty = t % per_image / j->tiles_w, tx = t % j->tiles_w;
@@ -165,6 +165,15 @@ WG_INLINE void wg_output(const cf_wg_job *j, size_t task, const int mt)
             }
         }
     }
+}
+
+/* A whole row of tiles per task, so that two threads never write the same lines of Y. */
+WG_INLINE void wg_output(const cf_wg_job *j, size_t task, const int mt)
+{
+    int64_t rows = j->ntiles / j->tiles_w; /* tile rows over all images */
+    int64_t k0 = (int64_t)task / rows * CF_VL, row = (int64_t)task % rows;
+    for (int64_t t = row * j->tiles_w; t < (row + 1) * j->tiles_w; t++)
+        wg_output_tile(j, t, k0, mt);
 }
 
 static void wg2_input(const cf_wg_job *j, size_t task) { wg_input(j, task, 2); }

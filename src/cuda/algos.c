@@ -110,16 +110,21 @@ static int cudnn_variants(const cf_problem *p, const void *device, char (*names)
         const convfind_layout layouts[2] = {
             p->layout, p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
                                                          : CONVFIND_LAYOUT_NHWC};
-        cf_cudnn_config c[CF_CUDA_MAX_VARIANTS];
-        for (int l = 0; l < 2 && count < cap; l++) {
-            int n = 0;
-            int room = cap - count < CF_CUDA_MAX_VARIANTS ? cap - count : CF_CUDA_MAX_VARIANTS;
-            if (cf_cudnn_enumerate(t->handle, p, layouts[l], c, room, &n) != CONVFIND_OK)
-                continue;
-            for (int i = 0; i < n; i++)
-                if (cf_cudnn_config_name(&c[i], names[count], 64))
+        /* Interleaved, the caller's layout first: a Find whose time budget runs out
+         * has still tried the best guesses of both layouts. */
+        const int half = CF_CUDA_MAX_VARIANTS / 2;
+        cf_cudnn_config *c = calloc(2 * (size_t)half, sizeof *c);
+        int n[2] = {0, 0};
+        for (int l = 0; c && l < 2; l++)
+            if (cf_cudnn_enumerate(t->handle, p, layouts[l], c + l * half, half, &n[l]) !=
+                CONVFIND_OK)
+                n[l] = 0;
+        for (int i = 0; i < half; i++)
+            for (int l = 0; l < 2; l++)
+                if (i < n[l] && count < cap &&
+                    cf_cudnn_config_name(&c[l * half + i], names[count], 64))
                     count++;
-        }
+        free(c);
     }
     cf_cuda_leave(prev);
     cf_clear_error();

@@ -3,7 +3,8 @@
  *
  *   cuda.cudnn   every cuDNN engine configuration the heuristics offer, one variant
  *                each (names in graph.h), in the caller's layout and in the other one
- *                (transposed around the engine, timed end to end).
+ *                (transposed around the engine, timed end to end), interleaved so
+ *                that a Find cut short by its budget has tried both.
  *   cuda.direct  the direct kernel (kernels.h): runs every problem; the fallback.
  */
 #ifndef CONVFIND_CUDA_ALGOS_H

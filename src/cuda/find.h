@@ -6,7 +6,8 @@
  *      cuda.direct computes the expected Y once (the tests check cuda.direct against
  *      the CPU reference).
  *   2. Candidates: every cuda.cudnn configuration the heuristics offer (graph.h: modes
- *      A, B, fallback; caller's layout, then the other), then cuda.direct.  The
+ *      A, B, fallback; the caller's layout and the other interleaved, the caller's
+ *      first), then cuda.direct.  The
  *      incumbent (given, else the first, the heuristic choice) is timed first, always.
  *   3. Per candidate: its plan is finalized on this thread (a refusal is FAILED), its
  *      workspace checked against the budget (NOT_APPLICABLE over it), one run into a

@@ -320,13 +320,14 @@ static bool has_note(const cudnnBackendNumericalNote_t *notes, int64_t n,
     return false;
 }
 
-/* Engines that compile kernels at run time (NVRTC) take from tenths of a second to
- * seconds each to finalize, which a per-problem Find cannot afford; they are offered
- * only when CONVFIND_CUDNN_RUNTIME_COMPILED=1 (docs/cuda.md). */
+/* Engines that compile kernels at run time (NVRTC) cost compile time in Find, but on
+ * the H200 they were the only fast depthwise engines (about 18x faster than the best
+ * precompiled one at N=32, docs/cuda.md), and Find grew by about 10%.  So they are
+ * offered unless CONVFIND_CUDNN_RUNTIME_COMPILED=0. */
 static bool runtime_compiled_allowed(void)
 {
     const char *v = getenv("CONVFIND_CUDNN_RUNTIME_COMPILED");
-    return v && strcmp(v, "1") == 0;
+    return !(v && strcmp(v, "0") == 0);
 }
 
 /* Reads engine id and knobs of one heuristic result, and whether it is admissible:

@@ -1,7 +1,7 @@
 /*
  * test_cpu_algos_gemm.c - differential tests of the GEMM algorithms (cpu.gemm_1x1,
- * cpu.im2col_gemm, cpu.convtranspose_gemm) against cpu.reference, at every ISA level
- * this machine has (cf_isa_force).
+ * cpu.im2col_gemm, cpu.convtranspose_gemm, cpu.convtranspose_subpixel) against
+ * cpu.reference, at every ISA level this machine has (cf_isa_force).
  *
  * Each algorithm runs a few hundred random small problems per level: 1-D to 3-D, odd
  * channel counts and groups, strides, dilations, asymmetric pads, ConvTranspose output
@@ -68,13 +68,17 @@ static float *abs_of(const float *v, size_t count)
     return a;
 }
 
-typedef enum gen_kind { GEN_1X1, GEN_CONV, GEN_CONVT } gen_kind;
+/* GEN_CONVT_D1: ConvTranspose with dilation 1 (cpu.convtranspose_subpixel's domain). */
+typedef enum gen_kind { GEN_1X1, GEN_CONV, GEN_CONVT, GEN_CONVT_D1 } gen_kind;
 
 /* Fills a random description of the kind; returns NULL when problem validation rejects
- * it (only ConvTranspose's random output_shape can make that happen). */
+ * it (the generators aim to stay valid; run_family checks that nearly all are). */
 static convfind_problem *random_problem(gen_kind kind, convfind_conv_desc *d)
 {
     convfind_conv_desc_init(d);
+    bool dil1 = kind == GEN_CONVT_D1;
+    if (dil1)
+        kind = GEN_CONVT;
     int nsp = (int)rnd_in(1, 10);
     nsp = nsp <= 6 ? 2 : nsp <= 9 ? 1 : 3;
     d->op = kind == GEN_CONVT ? CONVFIND_OP_CONV_TRANSPOSE : CONVFIND_OP_CONV;
@@ -92,7 +96,7 @@ static convfind_problem *random_problem(gen_kind kind, convfind_conv_desc *d)
     int64_t max_in = nsp == 1 ? 70 : nsp == 2 ? 13 : 5;
     for (int a = 0; a < nsp; a++) {
         int64_t k = kind == GEN_1X1 ? 1 : rnd_in(1, nsp == 3 ? 3 : 4);
-        int64_t s = rnd_in(1, 3), dil = kind == GEN_1X1 ? 1 : rnd_in(1, 2);
+        int64_t s = rnd_in(1, 3), dil = kind == GEN_1X1 || dil1 ? 1 : rnd_in(1, 2);
         int64_t ext = (k - 1) * dil + 1;
         d->w_dims[2 + a] = k;
         d->strides.v[a] = s;
@@ -121,8 +125,9 @@ static convfind_problem *random_problem(gen_kind kind, convfind_conv_desc *d)
             d->pads.count = 0;
             for (int a = 0; a < nsp; a++) {
                 int64_t ext = (d->w_dims[2 + a] - 1) * d->dilations.v[a] + 1;
-                d->output_shape.v[a] =
-                    d->strides.v[a] * (d->x_dims[2 + a] - 1) + ext + rnd_in(0, 3);
+                /* Up to stride - 1 beyond the natural size (ONNX's limit). */
+                d->output_shape.v[a] = d->strides.v[a] * (d->x_dims[2 + a] - 1) + ext +
+                                       rnd_in(0, d->strides.v[a] - 1);
             }
         }
     }
@@ -229,10 +234,11 @@ static void run_family(const char *name, gen_kind kind)
     }
     cf_isa_unforce();
     cf_threadpool_destroy(pool);
-    /* output_shape rejections are rare; nearly every problem must have been checked. */
-    assert_true(checked >= PROBLEMS_PER_LEVEL * ((int)cf_isa_machine() + 1) * 3 / 4);
+    /* The generators stay inside ONNX's rules: nearly every problem must be valid. */
+    if (checked < PROBLEMS_PER_LEVEL * ((int)cf_isa_machine() + 1) * 3 / 4)
+        fail_msg("%s: only %d problems were valid", name, checked);
     /* ConvTranspose's output_shape variant must really have produced negative pads. */
-    if (kind == GEN_CONVT)
+    if (kind == GEN_CONVT || kind == GEN_CONVT_D1)
         assert_true(negative_pads > 0);
 }
 
@@ -254,6 +260,12 @@ static void test_convtranspose_gemm(void **state)
     run_family("cpu.convtranspose_gemm", GEN_CONVT);
 }
 
+static void test_convtranspose_subpixel(void **state)
+{
+    (void)state;
+    run_family("cpu.convtranspose_subpixel", GEN_CONVT_D1);
+}
+
 /* Applicability: each algorithm takes exactly its kind of problem. */
 static void test_applicability(void **state)
 {
@@ -261,6 +273,8 @@ static void test_applicability(void **state)
     const cf_algo *g11 = cf_registry_find("cpu.gemm_1x1");
     const cf_algo *i2c = cf_registry_find("cpu.im2col_gemm");
     const cf_algo *ct = cf_registry_find("cpu.convtranspose_gemm");
+    const cf_algo *sp = cf_registry_find("cpu.convtranspose_subpixel");
+    assert_non_null(sp);
     assert_non_null(g11);
     assert_non_null(i2c);
     assert_non_null(ct);
@@ -274,12 +288,17 @@ static void test_applicability(void **state)
         assert_int_equal(g11->applicable(p), is_1x1);
         assert_true(i2c->applicable(p));
         assert_false(ct->applicable(p));
+        assert_false(sp->applicable(p));
         convfind_problem_destroy(p);
         p = random_problem(GEN_CONVT, &d);
         if (p != NULL) {
             assert_false(g11->applicable(p));
             assert_false(i2c->applicable(p));
             assert_true(ct->applicable(p));
+            bool dil1 = true;
+            for (int a = 0; a < p->nsp; a++)
+                dil1 = dil1 && p->dil[a] == 1;
+            assert_int_equal(sp->applicable(p), dil1);
             convfind_problem_destroy(p);
         }
     }
@@ -298,9 +317,10 @@ static void test_applicability(void **state)
 static void test_errors(void **state)
 {
     (void)state;
-    const char *names[] = {"cpu.im2col_gemm", "cpu.convtranspose_gemm"};
-    gen_kind kinds[] = {GEN_CONV, GEN_CONVT};
-    for (int f = 0; f < 2; f++) {
+    const char *names[] = {"cpu.im2col_gemm", "cpu.convtranspose_gemm",
+                           "cpu.convtranspose_subpixel"};
+    gen_kind kinds[] = {GEN_CONV, GEN_CONVT, GEN_CONVT_D1};
+    for (int f = 0; f < 3; f++) {
         const cf_algo *algo = cf_registry_find(names[f]);
         convfind_conv_desc d;
         convfind_problem *p = NULL;
@@ -341,6 +361,7 @@ int main(void)
         cmocka_unit_test(test_gemm_1x1),
         cmocka_unit_test(test_im2col_gemm),
         cmocka_unit_test(test_convtranspose_gemm),
+        cmocka_unit_test(test_convtranspose_subpixel),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -2,8 +2,9 @@
  * test_db_quarantine.c - bad database files: random bytes, text, a truncated file, a
  * newer schema, another application's SQLite file.  Each is renamed aside with its
  * bytes intact and one warning, a fresh database takes its place, and lookups and
- * stores keep working.  A file locked by someone else leads to memory, not a failure.
- * (Missing permissions need a non-root user: tests/db/db_permissions.c.)
+ * stores keep working, also when the damage is only found by a later query.  A file
+ * locked by someone else leads to memory, not a failure.
+ * (Missing permissions need a non-root user: tests/db/db_hostile_fs.c.)
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -218,6 +219,63 @@ static void locked_file(void **state)
     sqlite3_close(holder);
 }
 
+/* Damage that appears while the handle is open (another writer makes SQLite re-read
+ * the file): the failing call quarantines the file, starts a fresh one and answers
+ * correctly (a miss); later calls work. */
+static void damage_found_during_a_query(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/late.sqlite", dir);
+    long size = make_db(path, 200);
+    cf_db_config c = fx_config(path);
+    cf_db *db = NULL;
+    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
+    assert_int_equal(cf_db_warning_count(db), 0);
+
+    FILE *f = fopen(path, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, size / 2, SEEK_SET), 0);
+    for (long i = size / 2; i < size; i++)
+        fputc((int)(i * 7919 % 251), f);
+    fclose(f);
+    raw_exec(path, "INSERT INTO leases VALUES('other', 1, 'elsewhere', 0)");
+
+    int misses = 0;
+    for (int i = 0; i < 200; i++) {
+        char key[128];
+        fx_key(i, key, sizeof key);
+        cf_decision back;
+        cf_db_found found;
+        assert_int_equal(cf_db_lookup(db, key, &back, &found), CONVFIND_OK);
+        if (found == CF_DB_HIT) {
+            cf_decision want = fx_decision(i, 8);
+            assert_true(fx_decision_equal(&want, &back));
+            cf_decision_clear(&want);
+        }
+        misses += found == CF_DB_MISS;
+        cf_decision_clear(&back);
+    }
+    assert_true(misses > 0);
+    assert_int_equal(cf_db_warning_count(db), 1);
+    char w[512];
+    cf_db_last_warning(db, w, sizeof w);
+    assert_non_null(strstr(w, "moved it to"));
+    assert_true(cf_db_is_persistent(db));
+    char key[128];
+    fx_key(5, key, sizeof key);
+    const char *k = key;
+    cf_decision d = fx_decision(77, 2), back;
+    cf_db_found found;
+    assert_int_equal(cf_db_store(db, &k, &d, 1), CONVFIND_OK);
+    assert_int_equal(cf_db_lookup(db, key, &back, &found), CONVFIND_OK);
+    assert_int_equal(found, CF_DB_HIT);
+    assert_true(fx_decision_equal(&d, &back));
+    cf_decision_clear(&d);
+    cf_decision_clear(&back);
+    cf_db_close(db);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -227,6 +285,7 @@ int main(void)
         cmocka_unit_test(newer_schema),
         cmocka_unit_test(other_application),
         cmocka_unit_test(locked_file),
+        cmocka_unit_test(damage_found_during_a_query),
     };
     return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,9 +1,9 @@
 /*
  * gemm_conv.c - Conv and ConvTranspose on the packed SGEMM (see gemm_conv.h for the
- * formulation).  Three parts: the packed weights (shared by every GEMM algorithm), the
- * patch generator that writes im2col straight into packed panels, and the two execute
- * paths.  workspace() and execute() carve the workspace with the same cf_ws sequence
- * (layout_of), so the size and the layout cannot drift apart.
+ * formulation).  Two parts: the packed weights, shared by the GEMM algorithms, and the
+ * Conv and ConvTranspose execute paths; the patch panels come from gemm/patches.c.
+ * workspace() and execute() carve the workspace with the same cf_ws sequence (layout_of),
+ * so the size and the layout cannot drift apart.
  */
 #include "cpu/gemm/gemm_conv.h"
 
@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "cpu/epilogue.h"
+#include "cpu/gemm/patches.h"
 #include "cpu/gemm/sgemm.h"
 #include "cpu/geom3.h"
 #include "cpu/isa.h"
@@ -240,110 +241,11 @@ static convfind_status check_args(const cf_problem *p, const cf_exec_args *a,
     return CONVFIND_OK;
 }
 
-/* ---- Conv: patch panels ------------------------------------------------------------- */
-
-typedef struct patch_job {
-    cf_geom3 g;
-    const float *xg;      /* X of this image, first channel of this group */
-    int64_t xc, xs[3];    /* element strides: channel, spatial axes (geom3 order) */
-    size_t cg, ksp;
-    size_t pix0, npix;    /* the tile's output pixels */
-    size_t width;         /* panel width: NR (pixels are B's columns) or MR (A's rows) */
-    bool channels_last;
-    float *dst;
-} patch_job;
-
-/* A run of a panel's pixels that lie on one output row: panel columns [r0, r0 + len)
- * are output positions (o0, o1, o2 .. o2 + len - 1). */
-typedef struct row_seg {
-    size_t r0, len;
-    int64_t o0, o1, o2;
-} row_seg;
-
-/* floor(a / b) for b > 0 and any sign of a. */
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
-
-/* Writes panel `panel` of the tile: rows kk = c * ksp + tap, `width` pixels each.
- * Per tap and row segment, the output columns that read inside X form one interval
- * (computed, not tested per element): zeros before and after it, a strided copy (a
- * memcpy at stride 1 in NCHW) inside it. */
-static void patch_task(void *arg, size_t panel)
-{
-    const patch_job *j = arg;
-    const cf_geom3 *g = &j->g;
-    const size_t width = j->width, kdim = j->cg * j->ksp;
-    const size_t first = j->pix0 + panel * width;
-    const size_t np = j->pix0 + j->npix - first < width ? j->pix0 + j->npix - first : width;
-    float *dst = j->dst + panel * kdim * width;
-
-    row_seg seg[CF_SGEMM_NR_MAX];
-    size_t nseg = 0;
-    for (size_t r = 0; r < np;) {
-        int64_t pix = (int64_t)(first + r);
-        int64_t o2 = pix % g->out[2], rest = pix / g->out[2];
-        size_t len = (size_t)(g->out[2] - o2) < np - r ? (size_t)(g->out[2] - o2) : np - r;
-        seg[nseg++] = (row_seg){r, len, rest / g->out[1], rest % g->out[1], o2};
-        r += len;
-    }
-    if (np < width)
-        for (size_t kk = 0; kk < kdim; kk++)
-            memset(dst + kk * width + np, 0, (width - np) * sizeof(float));
-
-    const int64_t xs2 = j->xs[2] * g->stride[2]; /* X step between adjacent output columns */
-    size_t tap = 0;
-    for (int64_t t0 = 0; t0 < g->k[0]; t0++)
-    for (int64_t t1 = 0; t1 < g->k[1]; t1++)
-    for (int64_t t2 = 0; t2 < g->k[2]; t2++, tap++) {
-        int64_t shift2 = t2 * g->dil[2] - g->pad[2]; /* i2 = o2 * stride + shift2 */
-        for (size_t sgi = 0; sgi < nseg; sgi++) {
-            const row_seg *sg = &seg[sgi];
-            int64_t i0 = sg->o0 * g->stride[0] - g->pad[0] + t0 * g->dil[0];
-            int64_t i1 = sg->o1 * g->stride[1] - g->pad[1] + t1 * g->dil[1];
-            /* Output columns o2 with 0 <= o2 * stride + shift2 < in[2], relative to sg->o2. */
-            int64_t lo = floor_div(-shift2 + g->stride[2] - 1, g->stride[2]) - sg->o2;
-            int64_t hi = floor_div(g->in[2] - 1 - shift2, g->stride[2]) + 1 - sg->o2;
-            if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1])
-                lo = hi = 0;
-            lo = lo < 0 ? 0 : lo > (int64_t)sg->len ? (int64_t)sg->len : lo;
-            hi = hi < lo ? lo : hi > (int64_t)sg->len ? (int64_t)sg->len : hi;
-            float *d0 = dst + tap * width + sg->r0;
-            for (size_t c = 0; c < j->cg; c++) {
-                float *d = d0 + c * j->ksp * width;
-                for (int64_t r = 0; r < lo; r++)
-                    d[r] = 0.0f;
-                for (int64_t r = hi; r < (int64_t)sg->len; r++)
-                    d[r] = 0.0f;
-            }
-            if (hi == lo)
-                continue;
-            const float *row = j->xg + i0 * j->xs[0] + i1 * j->xs[1] +
-                               ((sg->o2 + lo) * g->stride[2] + shift2) * j->xs[2];
-            if (j->channels_last) {
-                /* A pixel's channels are contiguous in X: read along them. */
-                for (int64_t r = lo; r < hi; r++) {
-                    const float *src = row + (r - lo) * xs2;
-                    for (size_t c = 0; c < j->cg; c++)
-                        d0[c * j->ksp * width + (size_t)r] = src[c];
-                }
-            } else if (xs2 == 1) {
-                for (size_t c = 0; c < j->cg; c++)
-                    memcpy(d0 + c * j->ksp * width + lo, row + (int64_t)c * j->xc,
-                           (size_t)(hi - lo) * sizeof(float));
-            } else {
-                for (size_t c = 0; c < j->cg; c++) {
-                    float *d = d0 + c * j->ksp * width;
-                    const float *src = row + (int64_t)c * j->xc;
-                    for (int64_t r = lo; r < hi; r++)
-                        d[r] = src[(r - lo) * xs2];
-                }
-            }
-        }
-    }
-}
+/* ---- Conv ------------------------------------------------------------------------ */
 
 /* One tile of one image and group, split into chunks of whole patch panels. */
 typedef struct conv_chunk_job {
-    patch_job *patch;
+    cf_patch_job *patch;
     const cf_sgemm_kernel *kern;
     bool pixel_rows;          /* see pixels_as_rows() */
     size_t mg, kdim;
@@ -360,11 +262,11 @@ typedef struct conv_chunk_job {
 static void conv_chunk_task(void *arg, size_t index)
 {
     const conv_chunk_job *j = arg;
-    const patch_job *pj = j->patch;
+    const cf_patch_job *pj = j->patch;
     size_t q0 = j->panels * index / j->chunks, q1 = j->panels * (index + 1) / j->chunks;
     if (j->x_rows == NULL)
         for (size_t q = q0; q < q1; q++)
-            patch_task(j->patch, q);
+            cf_patch_panel(j->patch, q);
     size_t first = q0 * pj->width, end = q1 * pj->width < pj->npix ? q1 * pj->width : pj->npix;
     const float *panels = pj->dst + q0 * j->kdim * pj->width;
     /* This chunk's pixels are C's rows or columns [first, end). */
@@ -425,7 +327,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     const size_t width = pixel_rows ? (size_t)kern->mr : (size_t)kern->nr;
     const size_t tile = (l.tile + width - 1) / width * width;
 
-    patch_job job = {.g = cf_geom3_of(p), .cg = cg, .ksp = (size_t)p->k_sp, .width = width,
+    cf_patch_job job = {.g = cf_geom3_of(p), .cg = cg, .ksp = (size_t)p->k_sp, .width = width,
                      .channels_last = nhwc, .dst = panels};
     job.xc = nhwc ? 1 : (int64_t)in_sp;
     int64_t px = nhwc ? (int64_t)C : 1;
@@ -471,7 +373,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                     /* Too few panels to share out: pack them, then split the product
                      * over the weights' dimension too. */
                     if (!l.in_place)
-                        cf_parallel_for(a->pool, cj.panels, patch_task, &job);
+                        cf_parallel_for(a->pool, cj.panels, cf_patch_panel, &job);
                     if (l.in_place)
                         cf_sgemm_packed_a(kern, mg, np, kdim, cj.wg, cj.x_rows, in_sp, cj.y, cj.rs,
                                           cj.cs, &cj.ep, a->pool);

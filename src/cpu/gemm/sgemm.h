@@ -11,7 +11,8 @@
  *
  * Convolutions use the packed interface: weights are packed once (cf_sgemm_pack_a or
  * cf_sgemm_pack_b) and reused across executions; activations are packed per execution,
- * possibly by the caller's own generator (im2col writes straight into packed-B form).
+ * possibly by the caller's own generator (im2col writes straight into packed-B form), or
+ * read in place as a row-major B (cf_sgemm_packed_a: 1x1 stride-1 NCHW).
  * cf_sgemm() is the plain all-in-one call on strided matrices, for tests and simple uses.
  *
  * Packed formats (the contract for callers that generate packed data themselves):

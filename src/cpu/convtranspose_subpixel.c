@@ -1,0 +1,347 @@
+/*
+ * convtranspose_subpixel.c - "cpu.convtranspose_subpixel": ConvTranspose as stride^d
+ * small convolutions (sub-pixel, or phase, decomposition), for dilation 1.
+ *
+ * Along one axis, output o receives input i through tap t when o + pad_begin = i*s + t.
+ * Outputs of one phase phi = (o + pad_begin) mod s are reached only by the taps
+ * t = phi + j*s, from inputs i = u - j where u = (o + pad_begin - phi) / s.  So each
+ * phase is an ordinary stride-1 convolution of X with the flipped sub-kernel
+ * W[.., phi + (J-1-j')*s] (J = the phase's tap count), evaluated on the phase's output
+ * grid u: one GEMM on patch panels (gemm/patches.c), no col2im and no scatter-add.
+ * Every output belongs to exactly one phase, so it is written once, with its epilogue
+ * (a phase with no taps, possible when the kernel is smaller than the stride, writes
+ * the epilogue of zero).  Negative pads (output_shape) and output_padding only move
+ * where a phase's grid starts and how long it is.
+ *
+ * Weights are packed per group and phase (flipped and gathered once by pack_weights);
+ * like every GEMM algorithm, an execution without matching packed weights packs them
+ * into its workspace.  Work per image, group and phase: patches and GEMM split over the
+ * pool by cf_sgemm_packed / panels, the write-out split over output channels.
+ */
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/algo.h"
+#include "cpu/epilogue.h"
+#include "cpu/gemm/patches.h"
+#include "cpu/gemm/sgemm.h"
+#include "cpu/geom3.h"
+#include "cpu/isa.h"
+#include "cpu/workspace.h"
+#include "util/error.h"
+
+#define PACKED_MAGIC 0x58505553u /* "SUPX" */
+#define PACKED_HEADER 64
+
+typedef struct packed_header {
+    uint32_t magic;
+    cf_isa isa;
+} packed_header;
+
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* One phase: per geom3 axis its tap count, first grid index u and grid length. */
+typedef struct phase {
+    int64_t phi[3], taps[3], u_lo[3], count[3];
+    size_t taps_sp, count_sp;
+} phase;
+
+static phase phase_of(const cf_geom3 *g, size_t index)
+{
+    phase ph;
+    ph.taps_sp = ph.count_sp = 1;
+    for (int a = 2; a >= 0; a--) {
+        int64_t s = g->stride[a], phi = (int64_t)(index % (size_t)s);
+        index /= (size_t)s;
+        ph.phi[a] = phi;
+        ph.taps[a] = g->k[a] > phi ? (g->k[a] - phi + s - 1) / s : 0;
+        /* Outputs o = u*s + phi - pad with 0 <= o < out. */
+        ph.u_lo[a] = -floor_div(-(g->pad[a] - phi), s);
+        int64_t u_hi = floor_div(g->out[a] - 1 + g->pad[a] - phi, s);
+        ph.count[a] = u_hi >= ph.u_lo[a] ? u_hi - ph.u_lo[a] + 1 : 0;
+        ph.taps_sp *= (size_t)ph.taps[a];
+        ph.count_sp *= (size_t)ph.count[a];
+    }
+    return ph;
+}
+
+static size_t phase_count(const cf_geom3 *g)
+{
+    return (size_t)(g->stride[0] * g->stride[1] * g->stride[2]);
+}
+
+static bool subpixel_applicable(const cf_problem *p)
+{
+    if (p->dtype != CONVFIND_DTYPE_F32 || p->op != CONVFIND_OP_CONV_TRANSPOSE)
+        return false;
+    for (int a = 0; a < p->nsp; a++)
+        if (p->dil[a] != 1)
+            return false;
+    return true;
+}
+
+/* Floats of one group's packed weights (all phases) for `kern`. */
+static size_t group_floats(const cf_problem *p, const cf_sgemm_kernel *kern, bool *overflow)
+{
+    cf_geom3 g = cf_geom3_of(p);
+    size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p), total = 0;
+    for (size_t i = 0; i < phase_count(&g); i++) {
+        phase ph = phase_of(&g, i);
+        size_t f = cf_sgemm_packed_a_floats(kern, mg, cg * ph.taps_sp, overflow);
+        if (f > SIZE_MAX - total)
+            *overflow = true;
+        else
+            total += f;
+    }
+    return total;
+}
+
+/* Packs every phase of every group: dense flipped sub-kernel into `dense`, then packed A. */
+static void pack_all(const cf_problem *p, const cf_sgemm_kernel *kern, const float *w,
+                     float *dense, float *dst)
+{
+    cf_geom3 g = cf_geom3_of(p);
+    size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
+    size_t ksp = (size_t)p->k_sp;
+    for (int64_t grp = 0; grp < p->group; grp++) {
+        for (size_t i = 0; i < phase_count(&g); i++) {
+            phase ph = phase_of(&g, i);
+            size_t kdim = cg * ph.taps_sp;
+            if (kdim == 0)
+                continue;
+            for (size_t m = 0; m < mg; m++)
+                for (size_t c = 0; c < cg; c++) {
+                    const float *wc = w + (((size_t)grp * cg + c) * mg + m) * ksp;
+                    size_t tap = 0;
+                    for (int64_t j0 = 0; j0 < ph.taps[0]; j0++)
+                    for (int64_t j1 = 0; j1 < ph.taps[1]; j1++)
+                    for (int64_t j2 = 0; j2 < ph.taps[2]; j2++, tap++) {
+                        int64_t t0 = ph.phi[0] + (ph.taps[0] - 1 - j0) * g.stride[0];
+                        int64_t t1 = ph.phi[1] + (ph.taps[1] - 1 - j1) * g.stride[1];
+                        int64_t t2 = ph.phi[2] + (ph.taps[2] - 1 - j2) * g.stride[2];
+                        dense[m * kdim + c * ph.taps_sp + tap] =
+                            wc[(t0 * g.k[1] + t1) * g.k[2] + t2];
+                    }
+                }
+            cf_sgemm_pack_a(kern, mg, kdim, dense, (ptrdiff_t)kdim, 1, dst);
+            dst += cf_sgemm_packed_a_floats(kern, mg, kdim, NULL);
+        }
+    }
+}
+
+typedef struct ws_layout {
+    size_t weights, dense, panels, cols, bytes;
+    bool overflow;
+} ws_layout;
+
+static ws_layout layout_of(const cf_problem *p)
+{
+    ws_layout l = {0};
+    cf_ws ws = {0};
+    cf_geom3 g = cf_geom3_of(p);
+    size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
+    size_t wf = 0, kmax = 0, umax = 0, pf = 0;
+    for (size_t i = 0; i < phase_count(&g); i++) {
+        phase ph = phase_of(&g, i);
+        kmax = ph.taps_sp > kmax ? ph.taps_sp : kmax;
+        umax = ph.count_sp > umax ? ph.count_sp : umax;
+    }
+    kmax = cf_ws_mul(&ws, kmax, cg);
+    for (int level = 0; level <= (int)cf_isa_machine(); level++) {
+        const cf_sgemm_kernel *kern = cf_sgemm_kernel_for((cf_isa)level);
+        size_t f = group_floats(p, kern, &l.overflow);
+        wf = f > wf ? f : wf;
+        f = cf_sgemm_packed_b_floats(kern, kmax, umax, &l.overflow);
+        pf = f > pf ? f : pf;
+    }
+    l.weights = cf_ws_take(&ws, cf_ws_mul(&ws, wf, (size_t)p->group), sizeof(float));
+    l.dense = cf_ws_take(&ws, cf_ws_mul(&ws, mg, kmax), sizeof(float));
+    l.panels = cf_ws_take(&ws, pf, sizeof(float));
+    l.cols = cf_ws_take(&ws, cf_ws_mul(&ws, mg, umax), sizeof(float));
+    l.bytes = ws.bytes;
+    l.overflow = l.overflow || ws.overflow;
+    return l;
+}
+
+static convfind_status subpixel_workspace(const cf_problem *p, size_t *bytes)
+{
+    if (bytes == NULL)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "bytes is NULL");
+    ws_layout l = layout_of(p);
+    if (l.overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW,
+                       "sub-pixel workspace for C=%lld M=%lld kernel taps=%lld overflows size_t",
+                       (long long)p->c, (long long)p->m, (long long)p->k_sp);
+    *bytes = l.bytes;
+    return CONVFIND_OK;
+}
+
+static convfind_status subpixel_pack_weights(const cf_problem *p, const void *state,
+                                             const void *w, void **packed)
+{
+    (void)state;
+    if (packed == NULL || w == NULL)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL", w ? "packed" : "w");
+    *packed = NULL;
+    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    ws_layout l = layout_of(p);
+    bool overflow = l.overflow;
+    size_t gf = group_floats(p, kern, &overflow);
+    cf_ws ws = {0};
+    cf_ws_take(&ws, PACKED_HEADER, 1);
+    cf_ws_take(&ws, cf_ws_mul(&ws, gf, (size_t)p->group), sizeof(float));
+    if (overflow || ws.overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW, "sub-pixel packed weights overflow size_t");
+    char *blob = aligned_alloc(64, ws.bytes);
+    size_t dense_bytes = l.panels - l.dense; /* the dense part of the workspace layout */
+    float *dense = malloc(dense_bytes ? dense_bytes : 1);
+    if (blob == NULL || dense == NULL) {
+        free(blob);
+        free(dense);
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of packed weights",
+                       ws.bytes);
+    }
+    *(packed_header *)blob = (packed_header){PACKED_MAGIC, kern->isa};
+    pack_all(p, kern, w, dense, (float *)(blob + PACKED_HEADER));
+    free(dense);
+    *packed = blob;
+    return CONVFIND_OK;
+}
+
+static void subpixel_free_packed(void *packed)
+{
+    free(packed);
+}
+
+/* Writes one output channel of one phase: the phase's GEMM result (or zero when the
+ * phase has no taps) through the epilogue into Y. */
+typedef struct out_job {
+    const cf_problem *p;
+    const cf_geom3 *g;
+    const phase *ph;
+    const float *cols;  /* mg x count_sp, or NULL for a phase without taps */
+    const float *b, *z;
+    float *y;
+    size_t m0;          /* the group's first channel */
+    size_t y_image;     /* offset of the image in Y and Z */
+    int64_t yc, ys[3];  /* Y strides: channel, geom3 spatial axes */
+} out_job;
+
+static void out_task(void *arg, size_t m)
+{
+    const out_job *j = arg;
+    const phase *ph = j->ph;
+    float bias = j->b ? j->b[j->m0 + m] : 0.0f;
+    const float *cm = j->cols ? j->cols + m * ph->count_sp : NULL;
+    size_t base = j->y_image + (j->m0 + m) * (size_t)j->yc, idx = 0;
+    for (int64_t u0 = 0; u0 < ph->count[0]; u0++)
+    for (int64_t u1 = 0; u1 < ph->count[1]; u1++)
+    for (int64_t u2 = 0; u2 < ph->count[2]; u2++, idx++) {
+        int64_t o0 = (ph->u_lo[0] + u0) * j->g->stride[0] + ph->phi[0] - j->g->pad[0];
+        int64_t o1 = (ph->u_lo[1] + u1) * j->g->stride[1] + ph->phi[1] - j->g->pad[1];
+        int64_t o2 = (ph->u_lo[2] + u2) * j->g->stride[2] + ph->phi[2] - j->g->pad[2];
+        size_t yi = base + (size_t)(o0 * j->ys[0] + o1 * j->ys[1] + o2 * j->ys[2]);
+        j->y[yi] = cf_epilogue_value(j->p, cm ? cm[idx] : 0.0f, bias, j->z ? j->z[yi] : 0.0f);
+    }
+}
+
+static convfind_status subpixel_execute(const cf_problem *p, const void *state,
+                                        const cf_exec_args *a)
+{
+    (void)state;
+    if (a == NULL || a->x == NULL || a->w == NULL || a->y == NULL)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL",
+                       a == NULL ? "args" : (a->x == NULL ? "x" : (a->w == NULL ? "w" : "y")));
+    if ((p->has_bias && a->b == NULL) || (p->has_residual && a->z == NULL))
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL but the problem has one",
+                       a->b == NULL && p->has_bias ? "bias" : "residual");
+    ws_layout l = layout_of(p);
+    if (l.overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW, "sub-pixel workspace overflows size_t");
+    if (a->workspace == NULL || a->workspace_size < l.bytes)
+        return cf_fail(CONVFIND_ERR_INVALID_SHAPE,
+                       "sub-pixel ConvTranspose needs %zu workspace bytes, got %zu", l.bytes,
+                       a->workspace ? a->workspace_size : 0);
+    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    char *ws = a->workspace;
+    const packed_header *h = a->packed_w;
+    const float *wpk;
+    if (h != NULL && h->magic == PACKED_MAGIC && h->isa == kern->isa) {
+        wpk = (const float *)((const char *)h + PACKED_HEADER);
+    } else {
+        pack_all(p, kern, a->w, (float *)(ws + l.dense), (float *)(ws + l.weights));
+        wpk = (const float *)(ws + l.weights);
+    }
+    float *panels = (float *)(ws + l.panels), *cols = (float *)(ws + l.cols);
+
+    const cf_geom3 g = cf_geom3_of(p);
+    const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    const size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
+    const size_t C = (size_t)p->c, M = (size_t)p->m;
+    const size_t in_sp = (size_t)p->in_sp, out_sp = (size_t)p->out_sp;
+    const size_t nr = (size_t)kern->nr;
+    bool unused = false;
+    const size_t gf = group_floats(p, kern, &unused);
+
+    cf_patch_job pj = {.cg = cg, .width = nr, .channels_last = nhwc, .dst = panels};
+    pj.xc = nhwc ? 1 : (int64_t)in_sp;
+    int64_t px = nhwc ? (int64_t)C : 1;
+    pj.xs[2] = px;
+    pj.xs[1] = px * g.in[2];
+    pj.xs[0] = px * g.in[2] * g.in[1];
+    out_job oj = {.p = p, .g = &g, .b = a->b, .z = a->z, .y = a->y};
+    int64_t py = nhwc ? (int64_t)M : 1;
+    oj.yc = nhwc ? 1 : (int64_t)out_sp;
+    oj.ys[2] = py;
+    oj.ys[1] = py * g.out[2];
+    oj.ys[0] = py * g.out[2] * g.out[1];
+
+    const float *x = a->x;
+    for (int64_t n = 0; n < p->n; n++) {
+        for (int64_t grp = 0; grp < p->group; grp++) {
+            const float *wg = wpk + (size_t)grp * gf;
+            pj.xg = x + (size_t)n * C * in_sp + (size_t)grp * cg * (size_t)pj.xc;
+            oj.m0 = (size_t)grp * mg;
+            oj.y_image = (size_t)n * M * out_sp;
+            for (size_t i = 0; i < phase_count(&g); i++) {
+                phase ph = phase_of(&g, i);
+                size_t kdim = cg * ph.taps_sp;
+                if (ph.count_sp > 0 && kdim > 0) {
+                    /* The phase as a stride-1 convolution over its output grid. */
+                    for (int ax = 0; ax < 3; ax++) {
+                        pj.g.in[ax] = g.in[ax];
+                        pj.g.out[ax] = ph.count[ax];
+                        pj.g.k[ax] = ph.taps[ax];
+                        pj.g.stride[ax] = pj.g.dil[ax] = 1;
+                        pj.g.pad[ax] = ph.taps[ax] - 1 - ph.u_lo[ax];
+                    }
+                    pj.ksp = ph.taps_sp;
+                    pj.pix0 = 0;
+                    pj.npix = ph.count_sp;
+                    cf_parallel_for(a->pool, (ph.count_sp + nr - 1) / nr, cf_patch_panel, &pj);
+                    cf_sgemm_packed(kern, mg, ph.count_sp, kdim, wg, panels, cols,
+                                    (ptrdiff_t)ph.count_sp, 1, NULL, a->pool);
+                }
+                if (kdim > 0)
+                    wg += cf_sgemm_packed_a_floats(kern, mg, kdim, NULL);
+                if (ph.count_sp == 0)
+                    continue;
+                oj.ph = &ph;
+                oj.cols = kdim > 0 ? cols : NULL;
+                cf_parallel_for(a->pool, mg, out_task, &oj);
+            }
+        }
+    }
+    return CONVFIND_OK;
+}
+
+const cf_algo cf_algo_cpu_convtranspose_subpixel = {
+    .name = "cpu.convtranspose_subpixel",
+    .family = "gemm",
+    .applicable = subpixel_applicable,
+    .workspace = subpixel_workspace,
+    .pack_weights = subpixel_pack_weights,
+    .free_packed = subpixel_free_packed,
+    .execute = subpixel_execute,
+};

@@ -1,0 +1,102 @@
+/*
+ * patches.c - im2col into packed SGEMM panels (see patches.h).
+ *
+ * Per kernel tap and per run of a panel's pixels on one output row, the output columns
+ * that read inside X form one interval, computed rather than tested per element: zeros
+ * before and after it, a strided copy inside it (a memcpy at stride 1 in NCHW, a walk
+ * along the channels in NHWC).
+ */
+#include "cpu/gemm/patches.h"
+
+#include <string.h>
+
+#include "cpu/gemm/sgemm.h"
+
+/* A run of a panel's pixels that lie on one output row: panel columns [r0, r0 + len)
+ * are output positions (o0, o1, o2 .. o2 + len - 1). */
+typedef struct row_seg {
+    size_t r0, len;
+    int64_t o0, o1, o2;
+} row_seg;
+
+/* floor(a / b) for b > 0 and any sign of a. */
+static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+
+/* Writes panel `panel` of the tile: rows kk = c * ksp + tap, `width` pixels each.
+ * Per tap and row segment, the output columns that read inside X form one interval
+ * (computed, not tested per element): zeros before and after it, a strided copy (a
+ * memcpy at stride 1 in NCHW) inside it. */
+void cf_patch_panel(void *arg, size_t panel)
+{
+    const cf_patch_job *j = arg;
+    const cf_geom3 *g = &j->g;
+    const size_t width = j->width, kdim = j->cg * j->ksp;
+    const size_t first = j->pix0 + panel * width;
+    const size_t np = j->pix0 + j->npix - first < width ? j->pix0 + j->npix - first : width;
+    float *dst = j->dst + panel * kdim * width;
+
+    row_seg seg[CF_SGEMM_NR_MAX];
+    size_t nseg = 0;
+    for (size_t r = 0; r < np;) {
+        int64_t pix = (int64_t)(first + r);
+        int64_t o2 = pix % g->out[2], rest = pix / g->out[2];
+        size_t len = (size_t)(g->out[2] - o2) < np - r ? (size_t)(g->out[2] - o2) : np - r;
+        seg[nseg++] = (row_seg){r, len, rest / g->out[1], rest % g->out[1], o2};
+        r += len;
+    }
+    if (np < width)
+        for (size_t kk = 0; kk < kdim; kk++)
+            memset(dst + kk * width + np, 0, (width - np) * sizeof(float));
+
+    const int64_t xs2 = j->xs[2] * g->stride[2]; /* X step between adjacent output columns */
+    size_t tap = 0;
+    for (int64_t t0 = 0; t0 < g->k[0]; t0++)
+    for (int64_t t1 = 0; t1 < g->k[1]; t1++)
+    for (int64_t t2 = 0; t2 < g->k[2]; t2++, tap++) {
+        int64_t shift2 = t2 * g->dil[2] - g->pad[2]; /* i2 = o2 * stride + shift2 */
+        for (size_t sgi = 0; sgi < nseg; sgi++) {
+            const row_seg *sg = &seg[sgi];
+            int64_t i0 = sg->o0 * g->stride[0] - g->pad[0] + t0 * g->dil[0];
+            int64_t i1 = sg->o1 * g->stride[1] - g->pad[1] + t1 * g->dil[1];
+            /* Output columns o2 with 0 <= o2 * stride + shift2 < in[2], relative to sg->o2. */
+            int64_t lo = floor_div(-shift2 + g->stride[2] - 1, g->stride[2]) - sg->o2;
+            int64_t hi = floor_div(g->in[2] - 1 - shift2, g->stride[2]) + 1 - sg->o2;
+            if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1])
+                lo = hi = 0;
+            lo = lo < 0 ? 0 : lo > (int64_t)sg->len ? (int64_t)sg->len : lo;
+            hi = hi < lo ? lo : hi > (int64_t)sg->len ? (int64_t)sg->len : hi;
+            float *d0 = dst + tap * width + sg->r0;
+            for (size_t c = 0; c < j->cg; c++) {
+                float *d = d0 + c * j->ksp * width;
+                for (int64_t r = 0; r < lo; r++)
+                    d[r] = 0.0f;
+                for (int64_t r = hi; r < (int64_t)sg->len; r++)
+                    d[r] = 0.0f;
+            }
+            if (hi == lo)
+                continue;
+            const float *row = j->xg + i0 * j->xs[0] + i1 * j->xs[1] +
+                               ((sg->o2 + lo) * g->stride[2] + shift2) * j->xs[2];
+            if (j->channels_last) {
+                /* A pixel's channels are contiguous in X: read along them. */
+                for (int64_t r = lo; r < hi; r++) {
+                    const float *src = row + (r - lo) * xs2;
+                    for (size_t c = 0; c < j->cg; c++)
+                        d0[c * j->ksp * width + (size_t)r] = src[c];
+                }
+            } else if (xs2 == 1) {
+                for (size_t c = 0; c < j->cg; c++)
+                    memcpy(d0 + c * j->ksp * width + lo, row + (int64_t)c * j->xc,
+                           (size_t)(hi - lo) * sizeof(float));
+            } else {
+                for (size_t c = 0; c < j->cg; c++) {
+                    float *d = d0 + c * j->ksp * width;
+                    const float *src = row + (int64_t)c * j->xc;
+                    for (int64_t r = lo; r < hi; r++)
+                        d[r] = src[(r - lo) * xs2];
+                }
+            }
+        }
+    }
+}
+
