@@ -322,7 +322,7 @@ static bool has_note(const cudnnBackendNumericalNote_t *notes, int64_t n,
 
 /* Engines that compile kernels at run time (NVRTC) cost compile time in Find, but on
  * the H200 they were the only fast depthwise engines (about 18x faster than the best
- * precompiled one at N=32, docs/cuda.md), and Find grew by about 10%.  So they are
+ * precompiled one at N=32, docs/cuda.md) while Find grew by 10-20%.  So they are
  * offered unless CONVFIND_CUDNN_RUNTIME_COMPILED=0. */
 static bool runtime_compiled_allowed(void)
 {

@@ -88,6 +88,15 @@ void cf_patch_panel(void *arg, size_t panel)
                 for (size_t c = 0; c < j->cg; c++)
                     memcpy(d0 + c * j->ksp * width + lo, row + (int64_t)c * j->xc,
                            (size_t)(hi - lo) * sizeof(float));
+            } else if (xs2 == 2) {
+                /* Stride 2 (stems, downsampling): a constant stride the compiler turns
+                 * into vector shuffles; the general loop below stays scalar. */
+                for (size_t c = 0; c < j->cg; c++) {
+                    float *d = d0 + c * j->ksp * width + lo;
+                    const float *src = row + (int64_t)c * j->xc;
+                    for (int64_t r = 0; r < hi - lo; r++)
+                        d[r] = src[2 * r];
+                }
             } else {
                 for (size_t c = 0; c < j->cg; c++) {
                     float *d = d0 + c * j->ksp * width;
