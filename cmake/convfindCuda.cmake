@@ -73,6 +73,9 @@ function(convfind_cuda_attach)
   add_library(convfind_cuda_kernels OBJECT src/cuda/kernels.cu)
   set_target_properties(convfind_cuda_kernels PROPERTIES POSITION_INDEPENDENT_CODE ON
                         CUDA_VISIBILITY_PRESET hidden CUDA_STANDARD 17)
+  # The directory's options (sanitizers, fuzzing) are gcc/clang flags nvcc rejects; the
+  # kernels' host code stays uninstrumented, which sanitized builds allow.
+  set_property(TARGET convfind_cuda_kernels PROPERTY COMPILE_OPTIONS "")
   target_include_directories(convfind_cuda_kernels PRIVATE ${PROJECT_SOURCE_DIR}/src
                              ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
   set(_werror)

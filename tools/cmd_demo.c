@@ -1,12 +1,16 @@
 /*
- * cmd_demo.c - `convfind demo`: runs real network layers and reports what happened.
+ * cmd_demo.c - `convfind demo`: tunes a real network's convolutions into the find
+ * database at its default place, prints the decisions, shows that a fresh context
+ * measures nothing, and shows what the decisions buy when the network runs.
  *
- * By default the layer is ResNet-50's res2 3x3 convolution (the row res2_3x3_c64_k64 of
- * data/resnet50_convs.csv, built in so the demo works from any directory), computed by
- * the reference algorithm unless --algo names another.  For each layer the demo prints
- * the resolved problem, the output shape, the algorithm and the median time of several
- * runs with the resulting GFLOP/s; with --layers FILE it does so for every row of a
- * benchmark CSV and adds the network total weighted by each row's count.
+ * Pass 1 plans every row of --layers FILE (default data/resnet50_convs.csv, relative to
+ * the current directory, which is the repository root where the README runs it) on a
+ * HYBRID context with the default database location: a layer the database knows is
+ * read back, any other is measured by Find and stored.  Pass 2 plans every layer again
+ * on a new context, whose only source of decisions is the database file, exactly as a
+ * new process would start; its Find count comes from the context statistics.  Last,
+ * every layer runs with pass 2's plans and with the plan an untuned context picks (the
+ * HEURISTIC policy), and the totals weighted by each row's count are compared.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
@@ -16,59 +20,162 @@
 #include <time.h>
 
 #include "cli_common.h"
-#include "core/algo.h"
+#include "core/context.h"
+#include "decide.h"
 #include "layers.h"
 
-static const cli_layer resnet50_res2_3x3 = {
-    "res2_3x3_c64_k64", 3, 1, 64, 56, 56, 64, 3, 3, 1, 1, 1, 1, 1, 1, 1,
-};
+#define DEMO_DEFAULT_LAYERS "data/resnet50_convs.csv"
 
 typedef struct demo_options {
     const char *layers;
-    const char *layer;
-    const char *algo;
     int repeats;
     int threads;
+    int budget_ms;
 } demo_options;
 
 #define DEMO_FIELD(f) offsetof(demo_options, f)
 
 static const cli_flag demo_flags[] = {
-    {"layers", 0, "FILE", "benchmark CSV to run, e.g. data/resnet50_convs.csv", cli_apply_string,
-     DEMO_FIELD(layers), NULL},
-    {"layer", 0, "NAME", "run only this row of --layers", cli_apply_string, DEMO_FIELD(layer),
-     NULL},
-    {"algo", 0, "NAME", "algorithm to run (default: the reference)", cli_apply_string,
-     DEMO_FIELD(algo), NULL},
-    {"repeats", 0, "N", "timed runs after one warm-up run (default 5)", cli_apply_int,
-     DEMO_FIELD(repeats), NULL},
+    {"layers", 0, "FILE", "layer CSV to tune (default: " DEMO_DEFAULT_LAYERS ")",
+     cli_apply_string, DEMO_FIELD(layers), NULL},
+    {"repeats", 0, "N", "timed runs per layer when executing, after one warm-up (default 3)",
+     cli_apply_int, DEMO_FIELD(repeats), NULL},
     {"threads", 0, "N", "worker threads (default 0: all online cores)", cli_apply_int,
      DEMO_FIELD(threads), NULL},
+    {"budget-ms", 0, "MS", "Find time per layer in milliseconds (default: the library's, 1000)",
+     cli_apply_int, DEMO_FIELD(budget_ms), NULL},
 };
 
-/* The reference is found by family rather than by name so the demo keeps working if
- * the reference is renamed or a backend adds its own. */
-static const char *reference_algorithm(void)
-{
-    int count = 0;
-    const cf_algo *const *algos = cf_registry(&count);
-    for (int i = 0; i < count; i++)
-        if (strcmp(algos[i]->family, "reference") == 0)
-            return algos[i]->name;
-    return NULL;
-}
-
-static double now_ms(void)
+static double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec * 1e-6;
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+/* `db_path` NULL is the default location order, which is what the demo is about. */
+static int open_context(const demo_options *o, convfind_find_policy policy, const char *db_path,
+                        convfind_context **ctx)
+{
+    convfind_context_options opt;
+    convfind_context_options_init(&opt);
+    opt.num_threads = o->threads;
+    opt.find_policy = policy;
+    opt.db_path = db_path;
+    opt.find_time_budget_s = o->budget_ms / 1000.0;
+    convfind_status st = convfind_context_create(&opt, ctx);
+    return st == CONVFIND_OK ? CLI_EXIT_OK : cli_library_error(st);
+}
+
+/* The outcome of planning every layer once on one context. */
+typedef struct pass_result {
+    double seconds;      /* wall time of all plan creations */
+    uint64_t finds;      /* Find runs, from the context statistics */
+    double find_seconds; /* their wall time, likewise */
+    size_t db_hits;      /* decisions read from the database */
+} pass_result;
+
+/* Plans every layer on `ctx`; with `plans` not NULL the plans are kept there. */
+static int plan_all(const cli_command *cmd, convfind_context *ctx, const cli_layer *layers,
+                    size_t n, cli_decision *rows, convfind_plan **plans, pass_result *r)
+{
+    memset(r, 0, sizeof *r);
+    for (size_t i = 0; i < n; i++) {
+        convfind_conv_desc desc;
+        cli_layer_desc(&layers[i], &desc);
+        snprintf(rows[i].name, sizeof rows[i].name, "%s", layers[i].name);
+        cli_decide(ctx, &desc, &rows[i], plans ? &plans[i] : NULL);
+        if (rows[i].status != CONVFIND_OK)
+            return cli_failure(cmd, "layer %s: %s: %s", layers[i].name,
+                               convfind_status_name(rows[i].status), rows[i].error);
+        r->seconds += rows[i].seconds;
+        r->db_hits += rows[i].source == CONVFIND_SOURCE_STORED;
+    }
+    convfind_context_stats stats;
+    convfind_status st = convfind_context_stats_get(ctx, &stats);
+    if (st != CONVFIND_OK)
+        return cli_library_error(st);
+    r->finds = stats.finds;
+    r->find_seconds = stats.find_seconds;
+    return CLI_EXIT_OK;
+}
+
+static void print_pass(int pass, size_t n, const pass_result *r)
+{
+    printf("pass %d: layers=%zu finds=%llu db_hits=%zu seconds=%.3f\n", pass, n,
+           (unsigned long long)r->finds, r->db_hits, r->seconds);
+}
+
+static int pass_one(const cli_command *cmd, const demo_options *o, const cli_layer *layers,
+                    size_t n, cli_decision *rows, pass_result *r)
+{
+    convfind_context *ctx = NULL;
+    int rc = open_context(o, CONVFIND_FIND_HYBRID, NULL, &ctx);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    printf("find database: %s\n", cf_db_location(ctx->db));
+    if (!cf_db_is_persistent(ctx->db))
+        printf("  (not a file: decisions last only as long as each context, so pass 2 "
+               "will measure again)\n");
+    printf("\npass 1: plan every layer; the database answers what it knows, Find measures "
+           "the rest and stores it\n");
+    fflush(stdout); /* Find takes a while: show what is happening first */
+    rc = plan_all(cmd, ctx, layers, n, rows, NULL, r);
+    convfind_context_destroy(ctx);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    cli_decision_table(rows, n);
+    print_pass(1, n, r);
+    if (r->finds == 0)
+        printf("all %zu decisions were already in the database from an earlier run: nothing "
+               "was measured (delete the file above to measure again)\n",
+               n);
+    else
+        printf("Find measured %llu layers in %.2f s and stored the decisions\n",
+               (unsigned long long)r->finds, r->find_seconds);
+    return CLI_EXIT_OK;
+}
+
+static void report_pass_two(size_t n, const pass_result *p1, const pass_result *p2)
+{
+    print_pass(2, n, p2);
+    if (p2->finds != 0) {
+        printf("Find ran again for %llu layers: the database did not keep the decisions\n",
+               (unsigned long long)p2->finds);
+        return;
+    }
+    if (p1->finds != 0)
+        printf("nothing was re-measured: every decision came from the database in %.3f s "
+               "instead of %.2f s (%.2f s saved)\n",
+               p2->seconds, p1->seconds, p1->seconds - p2->seconds);
+    else
+        printf("nothing was re-measured: every decision came from the database in %.3f s\n",
+               p2->seconds);
 }
 
 static int compare_double(const void *a, const void *b)
 {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
+}
+
+/* Median milliseconds of `repeats` executions after one untimed warm-up, which brings
+ * code, weights and pages in as in steady state. */
+static convfind_status time_plan(const convfind_plan *plan, const convfind_tensors *t,
+                                 int repeats, double *times, double *median_ms)
+{
+    for (int i = -1; i < repeats; i++) {
+        double start = now_s();
+        convfind_status st = convfind_execute(plan, t);
+        if (st != CONVFIND_OK)
+            return st;
+        if (i >= 0)
+            times[i] = (now_s() - start) * 1e3;
+    }
+    qsort(times, (size_t)repeats, sizeof(double), compare_double);
+    *median_ms = repeats % 2 ? times[repeats / 2]
+                             : 0.5 * (times[repeats / 2 - 1] + times[repeats / 2]);
+    return CONVFIND_OK;
 }
 
 /* Deterministic values in [-1, 1): timings should not depend on denormals or zeros. */
@@ -80,139 +187,140 @@ static void fill(float *v, size_t n, uint32_t seed)
     }
 }
 
-typedef struct layer_result {
-    char describe[512];
-    char algo[64];
-    int y_rank;
-    int64_t y_dims[CONVFIND_MAX_RANK];
-    double median_ms, min_ms, flops;
-} layer_result;
+typedef struct exec_row {
+    char heuristic_algo[96];
+    double tuned_ms, heuristic_ms;
+} exec_row;
 
-/* What measure() allocates, released by the caller whatever path measure() took. */
-typedef struct measure_state {
+/* What run_layer allocates, released by the caller whatever path run_layer took. */
+typedef struct exec_state {
     convfind_problem *problem;
-    convfind_plan *plan;
+    convfind_plan *heuristic;
     float *x, *w, *y;
     double *times;
-} measure_state;
+} exec_state;
 
-static int measure(const cli_command *cmd, convfind_context *ctx, const cli_layer *layer,
-                   const char *algo, int repeats, measure_state *m, layer_result *r)
+static int run_layer(const cli_command *cmd, convfind_context *untuned, const cli_layer *layer,
+                     const convfind_plan *tuned, int repeats, exec_state *s, exec_row *r)
 {
     convfind_conv_desc desc;
     cli_layer_desc(layer, &desc);
-    convfind_status st = convfind_problem_create(&desc, &m->problem);
+    size_t xn, wn, yn;
+    convfind_status st = convfind_problem_create(&desc, &s->problem);
+    if (st == CONVFIND_OK)
+        st = convfind_problem_sizes(s->problem, &xn, &wn, &yn, NULL);
+    if (st == CONVFIND_OK)
+        st = convfind_plan_create(untuned, s->problem, &s->heuristic);
     if (st != CONVFIND_OK)
         return cli_library_error(st);
-    convfind_problem_describe(m->problem, r->describe, sizeof r->describe);
-    size_t xn, wn, yn;
-    if ((st = convfind_problem_sizes(m->problem, &xn, &wn, &yn, NULL)) != CONVFIND_OK ||
-        (st = convfind_problem_output_dims(m->problem, &r->y_rank, r->y_dims)) != CONVFIND_OK)
-        return cli_library_error(st);
-    if ((st = convfind_plan_create_with_algorithm(ctx, m->problem, algo, &m->plan)) !=
-        CONVFIND_OK)
-        return cli_library_error(st);
-    snprintf(r->algo, sizeof r->algo, "%s", convfind_plan_algorithm(m->plan));
-
-    m->x = malloc(xn * sizeof(float));
-    m->w = malloc(wn * sizeof(float));
-    m->y = malloc(yn * sizeof(float));
-    m->times = malloc((size_t)repeats * sizeof(double));
-    if (!m->x || !m->w || !m->y || !m->times)
+    snprintf(r->heuristic_algo, sizeof r->heuristic_algo, "%s",
+             convfind_plan_algorithm(s->heuristic));
+    s->x = malloc(xn * sizeof(float));
+    s->w = malloc(wn * sizeof(float));
+    s->y = malloc(yn * sizeof(float));
+    s->times = malloc((size_t)repeats * sizeof(double));
+    if (!s->x || !s->w || !s->y || !s->times)
         return cli_failure(cmd, "out of memory for layer %s", layer->name);
-    fill(m->x, xn, 1);
-    fill(m->w, wn, 2);
-    const convfind_tensors t = {.x = m->x, .w = m->w, .y = m->y};
+    fill(s->x, xn, 1);
+    fill(s->w, wn, 2);
+    const convfind_tensors t = {.x = s->x, .w = s->w, .y = s->y};
+    st = time_plan(tuned, &t, repeats, s->times, &r->tuned_ms);
+    /* One algorithm is one code path: timing it twice would only show noise as a gain. */
+    if (st == CONVFIND_OK && strcmp(r->heuristic_algo, convfind_plan_algorithm(tuned)) == 0)
+        r->heuristic_ms = r->tuned_ms;
+    else if (st == CONVFIND_OK)
+        st = time_plan(s->heuristic, &t, repeats, s->times, &r->heuristic_ms);
+    return st == CONVFIND_OK ? CLI_EXIT_OK : cli_library_error(st);
+}
 
-    /* One untimed run brings code, weights and pages in, as in steady state. */
-    for (int i = -1; i < repeats; i++) {
-        double start = now_ms();
-        if ((st = convfind_execute(m->plan, &t)) != CONVFIND_OK)
-            return cli_library_error(st);
-        if (i >= 0)
-            m->times[i] = now_ms() - start;
+/* Runs every layer with its tuned plan and with the heuristic's, and prints both. */
+static int execute_network(const cli_command *cmd, const demo_options *o,
+                           const cli_layer *layers, size_t n, const cli_decision *tuned,
+                           convfind_plan *const *plans)
+{
+    convfind_context *untuned = NULL;
+    int rc = open_context(o, CONVFIND_FIND_HEURISTIC, ":memory:", &untuned);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    printf("\nrun the network once: median of %d runs per layer with the decisions (tuned) and "
+           "with the heuristic's choice (untuned)\n",
+           o->repeats);
+    printf("%-36s %5s %-24s %10s %-24s %10s\n", "layer", "count", "tuned", "ms", "untuned",
+           "ms");
+    double tuned_total = 0, heuristic_total = 0;
+    long long convs = 0;
+    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
+        exec_state s;
+        memset(&s, 0, sizeof s);
+        exec_row r;
+        rc = run_layer(cmd, untuned, &layers[i], plans[i], o->repeats, &s, &r);
+        if (rc == CLI_EXIT_OK) {
+            printf("%-36.36s %5lld %-24.24s %10.3f %-24.24s %10.3f\n", layers[i].name,
+                   (long long)layers[i].count, tuned[i].algo, r.tuned_ms, r.heuristic_algo,
+                   r.heuristic_ms);
+            tuned_total += r.tuned_ms * (double)layers[i].count;
+            heuristic_total += r.heuristic_ms * (double)layers[i].count;
+            convs += layers[i].count;
+        }
+        free(s.times);
+        free(s.x);
+        free(s.w);
+        free(s.y);
+        convfind_plan_destroy(s.heuristic);
+        convfind_problem_destroy(s.problem);
     }
-    qsort(m->times, (size_t)repeats, sizeof(double), compare_double);
-    r->min_ms = m->times[0];
-    r->median_ms = repeats % 2 ? m->times[repeats / 2]
-                               : 0.5 * (m->times[repeats / 2 - 1] + m->times[repeats / 2]);
-    r->flops = convfind_problem_flops(m->problem);
+    convfind_context_destroy(untuned);
+    if (rc != CLI_EXIT_OK)
+        return rc;
+    printf("network: %zu shapes, %lld convolutions (sum of median x count): tuned %.3f ms, "
+           "untuned %.3f ms\n",
+           n, convs, tuned_total, heuristic_total);
+    if (tuned_total <= heuristic_total)
+        printf("the decisions make the network %.2fx as fast as the heuristic's choices\n",
+               heuristic_total / tuned_total);
+    else
+        printf("the decisions were %.2fx slower than the heuristic's choices in this run: they "
+               "were measured at another moment, and timings on a busy machine vary\n",
+               tuned_total / heuristic_total);
     return CLI_EXIT_OK;
 }
 
-static void print_result(const cli_layer *layer, const layer_result *r, int repeats)
+static int run_demo(const cli_command *cmd, const demo_options *o, const cli_layer *layers,
+                    size_t n)
 {
-    printf("layer:      %s (x%lld in the network)\n", layer->name, (long long)layer->count);
-    printf("problem:    %s\n", r->describe);
-    printf("output:     (");
-    for (int i = 0; i < r->y_rank; i++)
-        printf("%s%lld", i ? ", " : "", (long long)r->y_dims[i]);
-    printf(")\n");
-    printf("algorithm:  %s\n", r->algo);
-    printf("time:       median %.3f ms, min %.3f ms over %d runs (after 1 warm-up)\n",
-           r->median_ms, r->min_ms, repeats);
-    printf("throughput: %.2f GFLOP/s (%.3f GFLOP per run)\n\n", r->flops / (r->median_ms * 1e6),
-           r->flops * 1e-9);
-}
-
-/* Measures one layer on `ctx`, prints it and adds it to the totals. */
-static int run_layer(const cli_command *cmd, convfind_context *ctx, const cli_layer *layer,
-                     const char *algo, int repeats, double *total_ms, double *total_flops)
-{
-    measure_state m;
-    memset(&m, 0, sizeof m);
-    layer_result r;
-    int rc = measure(cmd, ctx, layer, algo, repeats, &m, &r);
-    if (rc == CLI_EXIT_OK) {
-        print_result(layer, &r, repeats);
-        *total_ms += r.median_ms * (double)layer->count;
-        *total_flops += r.flops * (double)layer->count;
-    }
-    free(m.times);
-    free(m.x);
-    free(m.w);
-    free(m.y);
-    convfind_plan_destroy(m.plan);
-    convfind_problem_destroy(m.problem);
-    return rc;
-}
-
-static int run_layers(const cli_command *cmd, const demo_options *o, const char *algo,
-                      const cli_layer *layers, size_t count)
-{
-    convfind_context_options opts;
-    convfind_context_options_init(&opts);
-    opts.num_threads = o->threads;
-    opts.find_policy = CONVFIND_FIND_HEURISTIC;
-    convfind_context *ctx = NULL;
-    convfind_status st = convfind_context_create(&opts, &ctx);
-    if (st != CONVFIND_OK)
-        return cli_library_error(st);
-    printf("convfind %s demo\n\n", convfind_version_string());
-    double total_ms = 0, total_flops = 0;
     long long convs = 0;
-    size_t ran = 0;
-    int rc = CLI_EXIT_OK;
-    for (size_t i = 0; i < count && rc == CLI_EXIT_OK; i++) {
-        if (o->layer && strcmp(o->layer, layers[i].name) != 0)
-            continue;
-        rc = run_layer(cmd, ctx, &layers[i], algo, o->repeats, &total_ms, &total_flops);
+    for (size_t i = 0; i < n; i++)
         convs += layers[i].count;
-        ran++;
+    printf("convfind %s demo: tune the convolutions of %s (%zu shapes, %lld convolutions)\n",
+           convfind_version_string(), o->layers, n, convs);
+    cli_decision *rows = calloc(2 * n, sizeof *rows);
+    convfind_plan **plans = calloc(n, sizeof *plans);
+    pass_result p1, p2;
+    convfind_context *ctx = NULL;
+    int rc = rows && plans ? CLI_EXIT_OK : cli_failure(cmd, "out of memory for %zu layers", n);
+    if (rc == CLI_EXIT_OK)
+        rc = pass_one(cmd, o, layers, n, rows, &p1);
+    if (rc == CLI_EXIT_OK) {
+        printf("\npass 2: a new context, as a new process starts, plans every layer again\n");
+        rc = open_context(o, CONVFIND_FIND_HYBRID, NULL, &ctx);
     }
+    if (rc == CLI_EXIT_OK)
+        rc = plan_all(cmd, ctx, layers, n, rows + n, plans, &p2);
+    if (rc == CLI_EXIT_OK) {
+        report_pass_two(n, &p1, &p2);
+        rc = execute_network(cmd, o, layers, n, rows + n, plans);
+    }
+    for (size_t i = 0; plans && i < n; i++)
+        convfind_plan_destroy(plans[i]);
     convfind_context_destroy(ctx);
-    if (rc == CLI_EXIT_OK && ran == 0)
-        return cli_failure(cmd, "no layer named '%s' in %s", o->layer, o->layers);
-    if (rc == CLI_EXIT_OK && ran > 1)
-        printf("network:    %zu shapes, %lld convolutions: %.3f ms (sum of median x count), "
-               "%.2f GFLOP/s\n",
-               ran, convs, total_ms, total_flops / (total_ms * 1e6));
+    free(plans);
+    free(rows);
     return rc;
 }
 
 static int demo_main(const cli_command *self, int argc, char **argv)
 {
-    demo_options o = {NULL, NULL, NULL, 5, 0};
+    demo_options o = {DEMO_DEFAULT_LAYERS, 3, 0, 0};
     const cli_flag_group groups[] = {
         {demo_flags, (int)(sizeof demo_flags / sizeof demo_flags[0]), &o}};
     int parsed = cli_parse(self, argc, argv, groups, 1);
@@ -222,27 +330,24 @@ static int demo_main(const cli_command *self, int argc, char **argv)
         return CLI_EXIT_USAGE;
     if (o.repeats < 1 || o.repeats > 1000)
         return cli_usage_error(self, "--repeats %d is out of range (1 to 1000)", o.repeats);
-    if (o.layer && !o.layers)
-        return cli_usage_error(self, "--layer selects a row of --layers FILE, which is missing");
-    const char *algo = o.algo ? o.algo : reference_algorithm();
-    if (!algo)
-        return cli_failure(self, "this build has no reference algorithm");
-    if (!o.layers)
-        return run_layers(self, &o, algo, &resnet50_res2_3x3, 1);
-
+    if (o.budget_ms < 0)
+        return cli_usage_error(self, "--budget-ms %d must be >= 0", o.budget_ms);
     cli_layer *layers;
     size_t count;
     char err[256];
     if (cli_layers_read(o.layers, &layers, &count, err, sizeof err) != 0)
-        return cli_failure(self, "%s: %s", o.layers, err);
-    int rc = run_layers(self, &o, algo, layers, count);
+        return cli_failure(self, "%s: %s%s", o.layers, err,
+                           strcmp(o.layers, DEMO_DEFAULT_LAYERS) == 0
+                               ? " (run it from the repository root or pass --layers FILE)"
+                               : "");
+    int rc = run_demo(self, &o, layers, count);
     free(layers);
     return rc;
 }
 
 const cli_command cli_cmd_demo = {
     "demo",
-    "run ResNet-50 layers and report the problem, output shape, algorithm and time",
-    "[--layers FILE [--layer NAME]] [--algo NAME] [--repeats N] [--threads N]",
+    "tune ResNet-50's convolutions into the find database, then show nothing is re-measured",
+    "[--layers FILE] [--repeats N] [--threads N] [--budget-ms MS]",
     demo_main,
 };

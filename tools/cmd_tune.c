@@ -24,6 +24,7 @@
 
 #include "cli_common.h"
 #include "core/context.h"
+#include "decide.h"
 #include "layers.h"
 
 typedef struct tune_options {
@@ -259,70 +260,16 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
-typedef struct tune_row {
-    const char *algo;
-    convfind_decision_source source;
-    double median_ms; /* of the chosen algorithm; 0 when not measured */
-    double seconds;   /* plan creation: lookup or Find */
-    convfind_status status;
-} tune_row;
-
-static const char *source_name(convfind_decision_source s)
-{
-    switch (s) {
-    case CONVFIND_SOURCE_MEASURED: return "measured";
-    case CONVFIND_SOURCE_STORED: return "stored";
-    case CONVFIND_SOURCE_FORCED: return "forced";
-    case CONVFIND_SOURCE_HEURISTIC: break;
-    }
-    return "heuristic";
-}
-
-/* The stored median of the chosen algorithm, from the context's database. */
-static double stored_median(convfind_context *ctx, const char *key, const char *algo)
-{
-    cf_decision d;
-    cf_db_found found;
-    double ms = 0;
-    if (cf_db_lookup(ctx->db, key, &d, &found) == CONVFIND_OK && found == CF_DB_HIT) {
-        const cf_candidate_stats *c = cf_decision_candidate(&d, algo);
-        ms = c ? c->median_ms : 0;
-    }
-    cf_decision_clear(&d);
-    return ms;
-}
-
-static void tune_one(convfind_context *ctx, const tune_item *it, tune_row *row)
-{
-    double t0 = now_s();
-    convfind_problem *p = NULL;
-    convfind_plan *plan = NULL;
-    row->status = convfind_problem_create(&it->desc, &p);
-    if (row->status == CONVFIND_OK)
-        row->status = convfind_plan_create(ctx, p, &plan);
-    convfind_plan_info info;
-    if (row->status == CONVFIND_OK)
-        row->status = convfind_plan_get_info(plan, &info);
-    row->seconds = now_s() - t0;
-    if (row->status == CONVFIND_OK) {
-        row->algo = info.algorithm;
-        row->source = info.source;
-        row->median_ms = stored_median(ctx, info.key, info.algorithm);
-    }
-    convfind_plan_destroy(plan);
-    convfind_problem_destroy(p);
-}
-
-static void progress(bool tty, size_t done, size_t total, double elapsed, const tune_item *it,
-                     const tune_row *row)
+static void progress(bool tty, size_t done, size_t total, double elapsed,
+                     const cli_decision *row)
 {
     if (!tty) {
         if (row->status == CONVFIND_OK)
-            printf("[%zu/%zu] %s: %s (%s) %.3f s\n", done, total, it->name, row->algo,
-                   source_name(row->source), row->seconds);
+            printf("[%zu/%zu] %s: %s (%s) %.3f s\n", done, total, row->name, row->algo,
+                   cli_source_name(row->source), row->seconds);
         else
-            printf("[%zu/%zu] %s: %s: %s\n", done, total, it->name,
-                   convfind_status_name(row->status), convfind_last_error());
+            printf("[%zu/%zu] %s: %s: %s\n", done, total, row->name,
+                   convfind_status_name(row->status), row->error);
         fflush(stdout);
         return;
     }
@@ -331,26 +278,8 @@ static void progress(bool tty, size_t done, size_t total, double elapsed, const 
     double eta = done ? elapsed / (double)done * (double)(total - done) : 0;
     printf("\r[%.*s%.*s] %zu/%zu  ETA %5.1f s  %-40.40s", filled,
            "##############################", WIDTH - filled, "..............................",
-           done, total, eta, it->name);
+           done, total, eta, row->name);
     fflush(stdout);
-}
-
-static void summary(const item_list *items, const tune_row *rows)
-{
-    printf("%-36s %-28s %-10s %10s %9s\n", "problem", "algorithm", "source", "median ms",
-           "seconds");
-    for (size_t i = 0; i < items->n; i++) {
-        const tune_row *r = &rows[i];
-        if (r->status != CONVFIND_OK) {
-            printf("%-36.36s %s\n", items->v[i].name, convfind_status_name(r->status));
-            continue;
-        }
-        char med[32] = "-";
-        if (r->median_ms > 0)
-            snprintf(med, sizeof med, "%.4f", r->median_ms);
-        printf("%-36.36s %-28.28s %-10s %10s %9.3f\n", items->v[i].name, r->algo,
-               source_name(r->source), med, r->seconds);
-    }
 }
 
 /* Index of the first FILE: options come first, then the files. */
@@ -391,7 +320,7 @@ static int tune_main(const cli_command *cmd, int argc, char **argv)
     for (int i = files; i < argc && rc == CLI_EXIT_OK; i++)
         rc = read_file(cmd, argv[i], &items);
     convfind_context *ctx = NULL;
-    tune_row *rows = rc == CLI_EXIT_OK ? calloc(items.n ? items.n : 1, sizeof *rows) : NULL;
+    cli_decision *rows = rc == CLI_EXIT_OK ? calloc(items.n ? items.n : 1, sizeof *rows) : NULL;
     if (rc == CLI_EXIT_OK && !rows)
         rc = cli_failure(cmd, "out of memory for %zu problems", items.n);
     if (rc == CLI_EXIT_OK) {
@@ -418,14 +347,15 @@ static int tune_main(const cli_command *cmd, int argc, char **argv)
     int db_hits = 0, failures = 0;
     double start = now_s();
     for (size_t i = 0; i < items.n; i++) {
-        tune_one(ctx, &items.v[i], &rows[i]);
+        snprintf(rows[i].name, sizeof rows[i].name, "%s", items.v[i].name);
+        cli_decide(ctx, &items.v[i].desc, &rows[i], NULL);
         db_hits += rows[i].status == CONVFIND_OK && rows[i].source == CONVFIND_SOURCE_STORED;
         failures += rows[i].status != CONVFIND_OK;
-        progress(tty, i + 1, items.n, now_s() - start, &items.v[i], &rows[i]);
+        progress(tty, i + 1, items.n, now_s() - start, &rows[i]);
     }
     if (tty)
         printf("\n");
-    summary(&items, rows);
+    cli_decision_table(rows, items.n);
     convfind_context_stats stats;
     convfind_context_stats_get(ctx, &stats);
     printf("tuned=%zu finds=%llu db_hits=%d seconds=%.2f\n", items.n,

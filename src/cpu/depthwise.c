@@ -44,9 +44,36 @@ static bool dw_applicable(const cf_problem *p)
  * through the transposes. */
 #define DW_NARROW 48
 
+/* Plans the NCHW row-block kernel (depthwise.h): the most output rows per block whose
+ * padded phase rows and sums fit the kernel's buffers, then blocks of equal size.  False
+ * for 3-D problems and for rows too wide for one block, which take the plane kernel. */
+static bool dw_rows_plan(cf_dw_job *j)
+{
+    const cf_geom3 *s = &j->s;
+    if (s->in[0] != 1 || s->k[0] != 1 || s->out[0] != 1)
+        return false;
+    int64_t sh = s->stride[1], sw = s->stride[2];
+    if (sh > CF_DW_IN_FLOATS || sw > CF_DW_IN_FLOATS / sh)
+        return false;
+    j->qh = (s->k[1] - 1) * s->dil[1] / sh;
+    j->qw = (s->k[2] - 1) * s->dil[2] / sw;
+    j->pw = s->out[2] + j->qw;
+    if (j->pw > CF_DW_OUT_FLOATS || j->qh > CF_DW_IN_FLOATS)
+        return false;
+    int64_t by_out = (CF_DW_OUT_FLOATS - CF_DW_SLACK) / j->pw;
+    int64_t by_in = (CF_DW_IN_FLOATS - CF_DW_SLACK) / (sh * sw * j->pw) - j->qh;
+    int64_t most = by_out < by_in ? by_out : by_in;
+    if (most < 1)
+        return false;
+    j->blocks = (s->out[1] + most - 1) / most;
+    j->rows = (s->out[1] + j->blocks - 1) / j->blocks;
+    return true;
+}
+
 static bool dw_transposed(const cf_problem *p, const cf_dw_job *j)
 {
-    return p->layout == CONVFIND_LAYOUT_NCHW && j->s.in[2] < DW_NARROW;
+    cf_dw_job plan = *j;
+    return p->layout == CONVFIND_LAYOUT_NCHW && j->s.in[2] < DW_NARROW && !dw_rows_plan(&plan);
 }
 
 /* Workspace parts, for the channels-last kernel only: packed weights, X with M channels
@@ -106,6 +133,13 @@ static void dw_row_task(void *arg, size_t index)
     const dw_run *r = arg;
     for (size_t i = index * r->per_task; i < r->count && i < (index + 1) * r->per_task; i++)
         r->k->nhwc_row(r->j, i);
+}
+
+static void dw_block_task(void *arg, size_t index)
+{
+    const dw_run *r = arg;
+    for (size_t i = index * r->per_task; i < r->count && i < (index + 1) * r->per_task; i++)
+        r->k->nchw_block(r->j, i);
 }
 
 static void dw_plane_task(void *arg, size_t index)
@@ -219,6 +253,10 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
         size_t tasks = dw_split(&run, (size_t)(p->n * j.s.out[0] * j.s.out[1]),
                                 (size_t)(j.s.out[2] * p->m));
         cf_parallel_for(a->pool, tasks, dw_row_task, &run);
+    } else if (dw_rows_plan(&j)) {
+        size_t tasks = dw_split(&run, (size_t)(p->n * p->m * j.blocks),
+                                (size_t)(j.rows * j.s.out[2]));
+        cf_parallel_for(a->pool, tasks, dw_block_task, &run);
     } else {
         size_t tasks = dw_split(&run, (size_t)(p->n * p->m), (size_t)p->out_sp);
         cf_parallel_for(a->pool, tasks, dw_plane_task, &run);

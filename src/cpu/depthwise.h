@@ -32,7 +32,19 @@ typedef struct cf_dw_job {
     const float *w;       /* NHWC: packed [tap][M]; NCHW: W as ONNX stores it, [M][tap] */
     const float *b, *z;   /* bias (M) and residual (Y's shape), or NULL */
     float *y;
+    /* NCHW row blocks (2-D and 1-D problems, dw_rows_plan in depthwise.c): `rows` output
+     * rows per block, `blocks` blocks per plane, padded phase rows `pw` floats wide and
+     * qh, qw the largest tap offsets in phase rows and columns. */
+    int64_t rows, blocks, pw, qh, qw;
 } cf_dw_job;
+
+/* Per-call stack buffers of the NCHW row-block kernel, in floats: the stride phases of
+ * the zero-padded input rows of one block, and its sums before they are compacted into
+ * Y.  Together they stay inside a 48 KiB L1 data cache.  CF_DW_SLACK covers the widest
+ * vector read past the last phase row. */
+#define CF_DW_IN_FLOATS 6144
+#define CF_DW_OUT_FLOATS 3072
+#define CF_DW_SLACK 16
 
 /* NCHW problems with narrow rows run the channels-last kernel between two transposes:
  * X (NCHW) -> [n][pixel][M] (output channel m reading input channel m / mult), and the
@@ -50,6 +62,7 @@ typedef struct cf_dw_tr {
 typedef struct cf_dw_kernels {
     void (*nhwc_row)(const cf_dw_job *job, size_t row);     /* row = (n*OD + od)*OH + oh */
     void (*nchw_plane)(const cf_dw_job *job, size_t plane); /* plane = n*M + m */
+    void (*nchw_block)(const cf_dw_job *job, size_t unit);  /* unit = plane*blocks + block */
     /* task = n * ceil(M / CF_DW_TR_BLOCK) + channel block */
     void (*to_last)(const cf_dw_tr *t, size_t task);
     void (*to_first)(const cf_dw_tr *t, size_t task);

@@ -276,6 +276,157 @@ static void dw_nchw_plane(const cf_dw_job *j, size_t plane)
     }
 }
 
+/* One phase row of the NCHW row-block kernel: dst[j] = input column c0 + j * sw of xrow
+ * for j in [0, pw), and 0 where that column lies outside [0, iw) or xrow is NULL (a
+ * padding row). */
+static void dw_phase_row(float *dst, const float *xrow, int64_t pw, int64_t iw, int64_t sw,
+                         int64_t c0)
+{
+    int64_t lo = 0, hi = 0;
+    if (xrow) {
+        lo = dw_min(c0 >= 0 ? 0 : (-c0 + sw - 1) / sw, pw);
+        hi = dw_max(dw_min(c0 >= iw ? 0 : (iw - 1 - c0) / sw + 1, pw), lo);
+    }
+    for (int64_t j = 0; j < lo; j += CF_VL)
+        cf_vstore_n(dst + j, cf_vzero(), (int)dw_min(CF_VL, lo - j));
+    int64_t j = lo;
+    if (hi > lo) {
+        const float *src = xrow + c0 + lo * sw; /* column c0 + lo * sw, inside the row */
+        if (sw == 1) {
+            for (; j + CF_VL <= hi; j += CF_VL)
+                cf_vstore(dst + j, cf_vload(src + (j - lo)));
+            if (j < hi)
+                cf_vstore_n(dst + j, cf_vload_n(src + (j - lo), (int)(hi - j)), (int)(hi - j));
+        } else if (sw == 2) {
+            /* Whole vectors only while their 2 * CF_VL floats stay inside the row. */
+            for (; j + CF_VL <= hi && c0 + 2 * (j + CF_VL) <= iw; j += CF_VL)
+                cf_vstore(dst + j, cf_vload_even(src + 2 * (j - lo)));
+            for (; j < hi; j += CF_VL) {
+                int cnt = (int)dw_min(CF_VL, hi - j);
+                cf_vstore_n(dst + j, cf_vload_even_lanes(src + 2 * (j - lo), 0, cnt), cnt);
+            }
+        } else {
+            for (; j < hi; j++)
+                dst[j] = src[(j - lo) * sw];
+        }
+    }
+    for (j = hi; j < pw; j += CF_VL)
+        cf_vstore_n(dst + j, cf_vzero(), (int)dw_min(CF_VL, pw - j));
+}
+
+/* Offset in the phase buffer of tap (kh, kw) from the output position, for phase planes
+ * of `pstride` floats: the tap reads phase (kh*dh mod sh, kw*dw mod sw) shifted by the
+ * quotients, in rows of pw. */
+static inline int64_t dw_tap_off(const cf_dw_job *j, int64_t pstride, int64_t kh, int64_t kw)
+{
+    const cf_geom3 *s = &j->s;
+    int64_t a = kh * s->dil[1], b = kw * s->dil[2];
+    return (a % s->stride[1] * s->stride[2] + b % s->stride[2]) * pstride +
+           a / s->stride[1] * j->pw + b / s->stride[2];
+}
+
+/* nv vectors of sums at flat position q0 of a block: for 3x3 kernels (K9) the nine
+ * offsets and weights come precomputed (the weights stay in registers across the
+ * block), otherwise each tap's offset is computed here. */
+DW_INLINE void dw_flat_vectors(const cf_dw_job *j, const float *in, float *out,
+                               const float *w, const int64_t *off9, const cf_vf *w9,
+                               int64_t pstride, int64_t q0, const int nv, const bool K9)
+{
+    cf_vf acc[DW_VECS];
+#pragma GCC unroll 4
+    for (int r = 0; r < nv; r++)
+        acc[r] = cf_vzero();
+    if (K9) {
+#pragma GCC unroll 9
+        for (int t = 0; t < 9; t++) {
+            const float *src = in + off9[t] + q0;
+#pragma GCC unroll 4
+            for (int r = 0; r < nv; r++)
+                acc[r] = cf_vfma(cf_vload(src + r * CF_VL), w9[t], acc[r]);
+        }
+    } else {
+        for (int64_t kh = 0; kh < j->s.k[1]; kh++)
+            for (int64_t kw = 0; kw < j->s.k[2]; kw++) {
+                const float *src = in + dw_tap_off(j, pstride, kh, kw) + q0;
+                cf_vf wv = cf_vbcast(w[kh * j->s.k[2] + kw]);
+#pragma GCC unroll 4
+                for (int r = 0; r < nv; r++)
+                    acc[r] = cf_vfma(cf_vload(src + r * CF_VL), wv, acc[r]);
+            }
+    }
+#pragma GCC unroll 4
+    for (int r = 0; r < nv; r++)
+        cf_vstore(out + q0 + r * CF_VL, acc[r]);
+}
+
+/* All sums of a block, `flat` positions, in groups of DW_VECS vectors. */
+DW_INLINE void dw_flat_block(const cf_dw_job *j, const float *in, float *out, const float *w,
+                             const int64_t *off9, const cf_vf *w9, int64_t pstride,
+                             int64_t flat, const bool K9)
+{
+    int64_t q0 = 0;
+    for (; q0 + DW_VECS * CF_VL <= flat; q0 += DW_VECS * CF_VL)
+        dw_flat_vectors(j, in, out, w, off9, w9, pstride, q0, DW_VECS, K9);
+    switch ((flat - q0 + CF_VL - 1) / CF_VL) {
+    case 3: dw_flat_vectors(j, in, out, w, off9, w9, pstride, q0, 3, K9); break;
+    case 2: dw_flat_vectors(j, in, out, w, off9, w9, pstride, q0, 2, K9); break;
+    case 1: dw_flat_vectors(j, in, out, w, off9, w9, pstride, q0, 1, K9); break;
+    default: break;
+    }
+}
+
+/* One block of output rows of one (image, output channel) plane.  The block's input rows
+ * are copied zero-padded and split into stride phases, so that every tap becomes one
+ * unmasked load at a fixed offset from the output position: the block is computed as
+ * one flat run of rows pw wide (lanes past OW are computed and dropped), and the
+ * epilogue then compacts its rows into Y.  Both buffers live in L1. */
+static void dw_nchw_block(const cf_dw_job *j, size_t unit)
+{
+    const cf_problem *p = j->p;
+    const cf_geom3 *s = &j->s;
+    _Alignas(64) float in[CF_DW_IN_FLOATS];
+    _Alignas(64) float out[CF_DW_OUT_FLOATS];
+    int64_t plane = (int64_t)unit / j->blocks, oh0 = (int64_t)unit % j->blocks * j->rows;
+    int64_t n = plane / p->m, m = plane % p->m;
+    int64_t rows = dw_min(j->rows, s->out[1] - oh0), pw = j->pw, ow_n = s->out[2];
+    int64_t sh = s->stride[1], sw = s->stride[2], pstride = (rows + j->qh) * pw;
+    const float *xplane = j->x + (n * p->c + m / j->mult) * p->in_sp;
+    for (int64_t rh = 0; rh < sh; rh++)
+        for (int64_t rw = 0; rw < sw; rw++)
+            for (int64_t i = 0; i < rows + j->qh; i++) {
+                int64_t ih = (oh0 + i) * sh + rh - s->pad[1];
+                bool inside = ih >= 0 && ih < s->in[1];
+                dw_phase_row(in + (rh * sw + rw) * pstride + i * pw,
+                             inside ? xplane + ih * s->in[2] : NULL, pw, s->in[2], sw,
+                             rw - s->pad[2]);
+            }
+    cf_vstore(in + sh * sw * pstride, cf_vzero()); /* read only by dropped lanes */
+    const float *w = j->w + m * j->ntaps;
+    int64_t flat = (rows - 1) * pw + ow_n;
+    if (s->k[1] == 3 && s->k[2] == 3) {
+        int64_t off9[9];
+        cf_vf w9[9];
+        for (int t = 0; t < 9; t++) {
+            off9[t] = dw_tap_off(j, pstride, t / 3, t % 3);
+            w9[t] = cf_vbcast(w[t]);
+        }
+        dw_flat_block(j, in, out, w, off9, w9, pstride, flat, true);
+    } else {
+        dw_flat_block(j, in, out, w, NULL, NULL, pstride, flat, false);
+    }
+    cf_vf bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
+    for (int64_t r = 0; r < rows; r++) {
+        size_t y_row = (size_t)(plane * p->out_sp + (oh0 + r) * ow_n);
+        for (int64_t ow = 0; ow < ow_n; ow += CF_VL) {
+            int cnt = (int)dw_min(CF_VL, ow_n - ow);
+            cf_vf v = cf_vadd(cf_vload_n(out + r * pw + ow, cnt), bias);
+            if (j->z)
+                v = cf_vadd(v, cf_vload_n(j->z + y_row + ow, cnt));
+            cf_vstore_n(j->y + y_row + ow, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);
+        }
+    }
+}
+
 /* X (NCHW) -> [n][pixel][M] for one block of channels of one image: CF_VL x CF_VL
  * blocks transposed in registers, edges element by element. */
 static void dw_to_last(const cf_dw_tr *t, size_t task)
@@ -345,6 +496,7 @@ static void dw_to_first(const cf_dw_tr *t, size_t task)
 const cf_dw_kernels CF_SIMD_SYM(cf_dw) = {
     .nhwc_row = dw_nhwc_row,
     .nchw_plane = dw_nchw_plane,
+    .nchw_block = dw_nchw_block,
     .to_last = dw_to_last,
     .to_first = dw_to_first,
 };

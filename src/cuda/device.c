@@ -131,7 +131,8 @@ void cf_cuda_device_close(cf_cuda_device *d)
 {
     if (!d)
         return;
-    pthread_key_delete(d->key); /* no thread_exit() will run for this device any more */
+    pthread_setspecific(d->key, NULL); /* a later key with this number starts empty */
+    pthread_key_delete(d->key);        /* no thread_exit() will run for this device any more */
     int prev = cf_cuda_enter(d);
     while (d->threads) {
         cf_cuda_thread *t = d->threads;

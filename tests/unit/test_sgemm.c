@@ -5,7 +5,8 @@
  * portable, AVX2 and AVX-512 microkernels are all checked here.  Sizes cover every
  * edge case of the register blocks (1..67 in M, N and K around MR, NR multiples) and a
  * K long enough to be sliced by the KC blocking; operands are taken plain and
- * transposed (strides), C plain and strided, with and without every epilogue part.
+ * transposed (strides), C plain and strided, with and without every epilogue part, and
+ * with either operand read in place instead of packed.
  * Bound per element: |got - want| <= 1e-4 * sum_k |a*b| + 1e-6 (fp32 accumulation of
  * at most a few hundred terms is well inside it; a wrong element is not).
  */
@@ -225,6 +226,71 @@ static void test_long_k_sliced(void **state)
     for_each_level(long_k_body, NULL);
 }
 
+/* One operand read in place (row-major with padded rows), the other packed: A in place
+ * (cf_sgemm_packed_b) or B in place (cf_sgemm_packed_a), with a ReLU and a row or column
+ * bias so the fused epilogue runs on those paths too. */
+static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, cf_threadpool *pool)
+{
+    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    const size_t lda = k + 3, ldb = n + 5;
+    float *a = rand_buf(m * lda), *b = rand_buf(k * ldb), *c = rand_buf(m * n);
+    float *bias = rand_buf(a_in_place ? n : m);
+    size_t floats = a_in_place ? cf_sgemm_packed_b_floats(kern, k, n, NULL)
+                               : cf_sgemm_packed_a_floats(kern, m, k, NULL);
+    float *packed = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
+    assert_non_null(packed);
+    cf_sgemm_epilogue ep = {.bias = bias, .bias_per_col = a_in_place, .act = CONVFIND_ACT_RELU};
+    if (a_in_place) {
+        cf_sgemm_pack_b(kern, k, n, b, (ptrdiff_t)ldb, 1, packed, pool);
+        cf_sgemm_packed_b(kern, m, n, k, a, lda, packed, c, (ptrdiff_t)n, 1, &ep, pool);
+    } else {
+        cf_sgemm_pack_a(kern, m, k, a, (ptrdiff_t)lda, 1, packed);
+        cf_sgemm_packed_a(kern, m, n, k, packed, b, ldb, c, (ptrdiff_t)n, 1, &ep, pool);
+    }
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double sum = 0.0, mag = 0.0;
+            for (size_t kk = 0; kk < k; kk++) {
+                double p = (double)a[i * lda + kk] * (double)b[kk * ldb + j];
+                sum += p;
+                mag += fabs(p);
+            }
+            sum += a_in_place ? bias[j] : bias[i];
+            float want = cf_activate((float)sum, CONVFIND_ACT_RELU, 0.0f, 0.0f);
+            if (!(fabs((double)c[i * n + j] - (double)want) <= 1e-4 * (mag + 1.0) + 1e-6))
+                fail_msg("isa %s %s in place m=%zu n=%zu k=%zu: C[%zu][%zu] = %.8g, want %.8g",
+                         cf_isa_name(cf_isa_active()), a_in_place ? "A" : "B", m, n, k, i, j,
+                         c[i * n + j], want);
+        }
+    free(a);
+    free(b);
+    free(c);
+    free(bias);
+    free(packed);
+}
+
+static void in_place_body(cf_threadpool *pool)
+{
+    static const size_t ks[] = {1, 5, 64, 700}; /* 700: several K slices */
+    for (size_t im = 0; im < N_EDGE; im += 2)
+        for (size_t in = 1; in < N_EDGE; in += 3)
+            for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++) {
+                check_in_place(edge_sizes[im], edge_sizes[in], ks[ik], true, pool);
+                check_in_place(edge_sizes[im], edge_sizes[in], ks[ik], false, pool);
+            }
+}
+
+static void test_operand_in_place(void **state)
+{
+    (void)state;
+    for_each_level(in_place_body, NULL);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    check_in_place(37, 70, 130, true, pool);
+    check_in_place(37, 70, 130, false, pool);
+    cf_threadpool_destroy(pool);
+}
+
 static void test_threaded(void **state)
 {
     (void)state;
@@ -307,6 +373,7 @@ int main(void)
         cmocka_unit_test(test_transposes_and_epilogues),
         cmocka_unit_test(test_long_k_sliced),
         cmocka_unit_test(test_threaded),
+        cmocka_unit_test(test_operand_in_place),
         cmocka_unit_test(test_k_zero_applies_epilogue),
         cmocka_unit_test(test_errors_leave_c_untouched),
     };

@@ -151,14 +151,15 @@ typedef struct ws_layout {
     size_t cols;    /* ConvTranspose: the cols matrix */
     size_t bytes;
     size_t tile;    /* Conv: output pixels per tile, before rounding to the panel width */
-    bool in_place;  /* Conv: the GEMM reads X itself as B (no patch panels) */
+    bool in_place;  /* Conv: the GEMM reads X itself as B or A (no patch panels) */
     bool overflow;
 } ws_layout;
 
-/* A Conv whose patch matrix is X itself, row-major: NCHW, 1x1, stride 1, no padding. */
+/* A Conv whose patch matrix is X itself: 1x1, stride 1, no padding.  In NCHW that is
+ * B (channels x pixels, rows in_sp apart), in NHWC A (pixels x channels, rows C apart). */
 static bool patches_are_x(const cf_problem *p)
 {
-    if (p->op != CONVFIND_OP_CONV || p->layout != CONVFIND_LAYOUT_NCHW || p->k_sp != 1)
+    if (p->op != CONVFIND_OP_CONV || p->k_sp != 1)
         return false;
     for (int a = 0; a < p->nsp; a++)
         if (p->stride[a] != 1 || p->pad_begin[a] != 0 || p->pad_end[a] != 0)
@@ -184,7 +185,7 @@ static size_t conv_tile(const cf_problem *p)
 static ws_layout layout_of(const cf_problem *p, bool allow_in_place)
 {
     ws_layout l = {0};
-    l.in_place = allow_in_place && patches_are_x(p) && !pixels_as_rows(p);
+    l.in_place = allow_in_place && patches_are_x(p);
     cf_ws ws = {0};
     w_operand o = weight_operand(p);
     size_t wf = operand_floats_max(&o, &l.overflow);
@@ -255,8 +256,8 @@ typedef struct conv_chunk_job {
     ptrdiff_t ps;             /* Y stride from one pixel to the next */
     cf_sgemm_epilogue ep;
     size_t panels, chunks;
-    const float *x_rows;      /* in place: X as B at the tile's first pixel, else NULL */
-    size_t ldb;               /* in place: X's row stride */
+    const float *x_rows;      /* in place: X at the tile's first pixel, else NULL */
+    size_t ldx;               /* in place: X's row stride (in_sp in NCHW, C in NHWC) */
 } conv_chunk_job;
 
 static void conv_chunk_task(void *arg, size_t index)
@@ -274,8 +275,11 @@ static void conv_chunk_task(void *arg, size_t index)
     cf_sgemm_epilogue ep = j->ep;
     if (ep.z != NULL)
         ep.z += shift;
-    if (j->x_rows != NULL)
-        cf_sgemm_packed_a(j->kern, j->mg, end - first, j->kdim, j->wg, j->x_rows + first, j->ldb,
+    if (j->x_rows != NULL && j->pixel_rows)
+        cf_sgemm_packed_b(j->kern, end - first, j->mg, j->kdim, j->x_rows + first * j->ldx,
+                          j->ldx, j->wg, j->y + shift, j->rs, j->cs, &ep, NULL);
+    else if (j->x_rows != NULL)
+        cf_sgemm_packed_a(j->kern, j->mg, end - first, j->kdim, j->wg, j->x_rows + first, j->ldx,
                           j->y + shift, j->rs, j->cs, &ep, NULL);
     else if (j->pixel_rows)
         cf_sgemm_packed(j->kern, end - first, j->mg, j->kdim, panels, j->wg, j->y + shift, j->rs,
@@ -340,7 +344,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     const ptrdiff_t ps = nhwc ? (ptrdiff_t)M : 1, chs = nhwc ? 1 : (ptrdiff_t)out_sp;
     conv_chunk_job cj = {.patch = &job, .kern = kern, .pixel_rows = pixel_rows, .mg = mg,
                          .kdim = kdim, .rs = pixel_rows ? ps : chs, .cs = pixel_rows ? chs : ps,
-                         .ps = ps, .ldb = in_sp};
+                         .ps = ps, .ldx = nhwc ? C : in_sp};
     const size_t threads = (size_t)cf_threadpool_size(a->pool);
     const float *x = a->x, *b = a->b, *z = a->z;
     float *y = a->y;
@@ -361,7 +365,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                                             .rs_z = cj.rs, .cs_z = cj.cs, .act = p->act,
                                             .alpha = p->alpha, .beta = p->beta};
                 cj.panels = (np + width - 1) / width;
-                cj.x_rows = l.in_place ? job.xg + t0 : NULL;
+                cj.x_rows = l.in_place ? job.xg + t0 * (nhwc ? C : 1) : NULL;
                 if (cj.panels >= threads) {
                     /* One parallel pass: each chunk packs its own panels and multiplies
                      * them, so there is a single wake-up of the pool per tile. */
@@ -374,8 +378,11 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                      * over the weights' dimension too. */
                     if (!l.in_place)
                         cf_parallel_for(a->pool, cj.panels, cf_patch_panel, &job);
-                    if (l.in_place)
-                        cf_sgemm_packed_a(kern, mg, np, kdim, cj.wg, cj.x_rows, in_sp, cj.y, cj.rs,
+                    if (l.in_place && pixel_rows)
+                        cf_sgemm_packed_b(kern, np, mg, kdim, cj.x_rows, cj.ldx, cj.wg, cj.y, cj.rs,
+                                          cj.cs, &cj.ep, a->pool);
+                    else if (l.in_place)
+                        cf_sgemm_packed_a(kern, mg, np, kdim, cj.wg, cj.x_rows, cj.ldx, cj.y, cj.rs,
                                           cj.cs, &cj.ep, a->pool);
                     else if (pixel_rows)
                         cf_sgemm_packed(kern, np, mg, kdim, panels, cj.wg, cj.y, cj.rs, cj.cs,

@@ -33,8 +33,8 @@ convfind_status cf_gemm_conv_pack_weights(const cf_problem *p, const void *state
 convfind_status cf_gemm_conv_execute(const cf_problem *p, const void *state,
                                      const cf_exec_args *a);
 
-/* cpu.gemm_1x1: the same engine, but a 1x1 stride-1 unpadded NCHW Conv reads X in place
- * as the GEMM's B (no patch panels, no patch workspace). */
+/* cpu.gemm_1x1: the same engine, but a 1x1 stride-1 unpadded Conv reads X in place as
+ * the GEMM's B (NCHW) or A (NHWC): no patch panels, no patch workspace. */
 convfind_status cf_gemm_1x1_workspace(const cf_problem *p, size_t *bytes);
 convfind_status cf_gemm_1x1_execute(const cf_problem *p, const void *state,
                                     const cf_exec_args *a);

@@ -19,6 +19,9 @@
 #include "cpu/gemm/sgemm_kernels.h"
 #include "util/error.h"
 
+/* Largest K slice (choose_kc keeps to it): bounds the stack copy of a partial A panel. */
+#define KC_LIMIT 480
+
 const cf_sgemm_kernel *cf_sgemm_kernel_for(cf_isa isa)
 {
 #if CF_SGEMM_HAVE_X86
@@ -129,6 +132,8 @@ typedef struct gemm_job {
     const cf_sgemm_kernel *kern;
     size_t m, n, k;
     const float *pa, *pb;
+    size_t a_rs, a_ks;         /* A(r, kk) = a[r * a_rs + kk * a_ks]: (1, MR) when packed */
+    size_t a_panel;            /* floats from one A row panel to the next */
     size_t ldb;                /* B row stride: NR when packed */
     size_t b_panel;            /* floats from one B column panel to the next */
     float *c;
@@ -169,7 +174,8 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t k0, size_t k
     const bool accumulate = !first || g->ep.accumulate;
     const size_t rows = g->m - i0 < mr ? g->m - i0 : mr;
     const size_t cols = g->n - j0 < nr ? g->n - j0 : nr;
-    const float *a = pa_panel + k0 * mr, *b = pb_panel + k0 * g->ldb;
+    const float *a = pa_panel + k0 * g->a_ks, *b = pb_panel + k0 * g->ldb;
+    size_t a_rs = g->a_rs, a_ks = g->a_ks;
     float *c = g->c + (ptrdiff_t)i0 * g->rs_c + (ptrdiff_t)j0 * g->cs_c;
     const bool z_fast = g->ep.z == NULL || g->ep.cs_z == 1;
 
@@ -190,7 +196,7 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t k0, size_t k
             tep.lo = g->ep.alpha;
             tep.hi = g->ep.beta;
         }
-        g->kern->ukernel(kc, a, b, g->ldb, c, (size_t)g->rs_c, cols, &tep);
+        g->kern->ukernel(kc, a, a_rs, a_ks, b, g->ldb, c, (size_t)g->rs_c, cols, &tep);
         if (last && g->act_after) {
             for (size_t r = 0; r < mr; r++) {
                 float *cr = c + (ptrdiff_t)r * g->rs_c;
@@ -201,8 +207,18 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t k0, size_t k
         return;
     }
 
-    /* Row edge or strided C: compute into scratch, then merge element by element. */
+    /* Row edge or strided C: compute into scratch, then merge element by element.  A read
+     * in place has no zero rows past m: copy the rows there are into a packed panel. */
     _Alignas(64) float tile[CF_SGEMM_MR_MAX * CF_SGEMM_NR_MAX];
+    _Alignas(64) float a_rows[CF_SGEMM_MR_MAX * KC_LIMIT];
+    if (rows < mr && !(a_rs == 1 && a_ks == mr)) {
+        for (size_t kk = 0; kk < kc; kk++)
+            for (size_t r = 0; r < mr; r++)
+                a_rows[kk * mr + r] = r < rows ? a[r * a_rs + kk * a_ks] : 0.0f;
+        a = a_rows;
+        a_rs = 1;
+        a_ks = mr;
+    }
     cf_sgemm_tile_ep tep = {.accumulate = accumulate};
     if (accumulate) {
         memset(tile, 0, sizeof tile); /* rows past `rows` are read, never stored */
@@ -210,7 +226,7 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t k0, size_t k
             for (size_t j = 0; j < cols; j++)
                 tile[r * nr + j] = c[(ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c];
     }
-    g->kern->ukernel(kc, a, b, g->ldb, tile, nr, cols, &tep);
+    g->kern->ukernel(kc, a, a_rs, a_ks, b, g->ldb, tile, nr, cols, &tep);
     /* Walk C along its smaller stride (a transposed C is written column by column). */
     const bool by_cols = g->rs_c < g->cs_c;
     const size_t outer = by_cols ? cols : rows, inner = by_cols ? rows : cols;
@@ -245,7 +261,7 @@ static void gemm_task(void *arg, size_t index)
          * walked row block by row block, so it is written as a few long sequential
          * streams (this matters when K is short and C traffic dominates).  A group of
          * one panel is the BLIS order: the B micro-panel stays in L1 across A panels. */
-        bool a_beyond_l2 = (p1 - p0) * kc * mr * sizeof(float) > g->b_block_max;
+        bool a_beyond_l2 = g->a_rs == 1 && (p1 - p0) * kc * mr * sizeof(float) > g->b_block_max;
         size_t group = g->b_block_max / (kc * nr * sizeof(float));
         group = group < 1 ? 1 : group;
         for (size_t qg = q0; qg < q1; qg += group) {
@@ -255,9 +271,9 @@ static void gemm_task(void *arg, size_t index)
                  * larger than L2 the hardware prefetcher restarts cold at every such
                  * jump, so fetch it while this one computes. */
                 if (a_beyond_l2 && p + 1 < p1)
-                    prefetch_panel(g->pa + (p + 1) * g->k * mr + k0 * mr, kc * mr);
+                    prefetch_panel(g->pa + (p + 1) * g->a_panel + k0 * mr, kc * mr);
                 for (size_t q = qg; q < qe; q++)
-                    do_tile(g, p * mr, q * nr, k0, kc, g->pa + p * g->k * mr,
+                    do_tile(g, p * mr, q * nr, k0, kc, g->pa + p * g->a_panel,
                             g->pb + q * g->b_panel);
             }
         }
@@ -282,16 +298,20 @@ static size_t choose_kc(const cf_sgemm_kernel *kern, size_t k)
     size_t kc_max = cf_cpu_caches()->l1d / 2 / ((size_t)kern->nr * sizeof(float));
     if (kc_max < 64)
         kc_max = 64;
+    if (kc_max > KC_LIMIT * 4 / 5)
+        kc_max = KC_LIMIT * 4 / 5; /* so that kc <= KC_LIMIT below */
     if (k <= kc_max + kc_max / 4)
         return k;
     size_t slices = (k + kc_max - 1) / kc_max;
     return round_up((k + slices - 1) / slices, 8);
 }
 
-/* The product for either form of B: panel q of B starts at b + q * b_panel, rows ldb
- * apart. */
+/* The product for every form of the operands: row panel p of A starts at
+ * a + p * a_panel with A(r, kk) at [r * a_rs + kk * a_ks]; column panel q of B starts at
+ * b + q * b_panel, rows ldb apart. */
 static void run_gemm(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
-                     const float *packed_a, const float *b, size_t ldb, size_t b_panel,
+                     const float *a, size_t a_rs, size_t a_ks, size_t a_panel,
+                     const float *b, size_t ldb, size_t b_panel,
                      float *c, ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
                      cf_threadpool *pool)
 {
@@ -304,8 +324,9 @@ static void run_gemm(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
         epilogue_only(m, n, c, rs_c, cs_c, ep);
         return;
     }
-    gemm_job g = {.kern = kern, .m = m, .n = n, .k = k, .pa = packed_a, .pb = b, .ldb = ldb,
-                  .b_panel = b_panel, .c = c, .rs_c = rs_c, .cs_c = cs_c, .ep = *ep};
+    gemm_job g = {.kern = kern, .m = m, .n = n, .k = k, .pa = a, .a_rs = a_rs, .a_ks = a_ks,
+                  .a_panel = a_panel, .pb = b, .ldb = ldb, .b_panel = b_panel, .c = c,
+                  .rs_c = rs_c, .cs_c = cs_c, .ep = *ep};
     if (ep->act == CONVFIND_ACT_RELU)
         g.clamp = CF_SGEMM_CLAMP_RELU;
     else if (ep->act == CONVFIND_ACT_CLIP)
@@ -342,8 +363,9 @@ void cf_sgemm_packed(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
                      ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
                      cf_threadpool *pool)
 {
-    const size_t nr = (size_t)kern->nr;
-    run_gemm(kern, m, n, k, packed_a, packed_b, nr, k * nr, c, rs_c, cs_c, ep, pool);
+    const size_t mr = (size_t)kern->mr, nr = (size_t)kern->nr;
+    run_gemm(kern, m, n, k, packed_a, 1, mr, k * mr, packed_b, nr, k * nr, c, rs_c, cs_c, ep,
+             pool);
 }
 
 void cf_sgemm_packed_a(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
@@ -351,7 +373,18 @@ void cf_sgemm_packed_a(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k
                        ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
                        cf_threadpool *pool)
 {
-    run_gemm(kern, m, n, k, packed_a, b, ldb, (size_t)kern->nr, c, rs_c, cs_c, ep, pool);
+    const size_t mr = (size_t)kern->mr;
+    run_gemm(kern, m, n, k, packed_a, 1, mr, k * mr, b, ldb, (size_t)kern->nr, c, rs_c, cs_c,
+             ep, pool);
+}
+
+void cf_sgemm_packed_b(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
+                       const float *a, size_t lda, const float *packed_b, float *c,
+                       ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
+                       cf_threadpool *pool)
+{
+    const size_t mr = (size_t)kern->mr, nr = (size_t)kern->nr;
+    run_gemm(kern, m, n, k, a, lda, 1, mr * lda, packed_b, nr, k * nr, c, rs_c, cs_c, ep, pool);
 }
 
 convfind_status cf_sgemm_workspace(cf_isa isa, size_t m, size_t n, size_t k, size_t *bytes)

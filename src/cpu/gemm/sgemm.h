@@ -12,7 +12,8 @@
  * Convolutions use the packed interface: weights are packed once (cf_sgemm_pack_a or
  * cf_sgemm_pack_b) and reused across executions; activations are packed per execution,
  * possibly by the caller's own generator (im2col writes straight into packed-B form), or
- * read in place as a row-major B (cf_sgemm_packed_a: 1x1 stride-1 NCHW).
+ * read in place as a row-major B (cf_sgemm_packed_a: 1x1 stride-1 NCHW) or A
+ * (cf_sgemm_packed_b: 1x1 stride-1 NHWC).
  * cf_sgemm() is the plain all-in-one call on strided matrices, for tests and simple uses.
  *
  * Packed formats (the contract for callers that generate packed data themselves):
@@ -66,17 +67,18 @@ typedef struct cf_sgemm_tile_ep {
     float lo, hi;          /* CLIP bounds */
 } cf_sgemm_tile_ep;
 
-/* The microkernel: computes the MR x NR tile  sum over kk < k of a[kk*MR + r] * b[kk*ldb + c]
- * from a packed A panel and either a packed B panel (ldb == NR) or B read in place
- * (ldb its row stride), k >= 1, applies `ep` and stores it to c (row stride ldc, unit
- * column stride).  Only columns [0, ncols) of B, C, bias_col and z are read or written
- * (1 <= ncols <= NR), so the last column panel needs no scratch tile and B in place is
- * never read past its last column; kernels may skip the arithmetic of whole vectors
- * past ncols.  All MR rows are written: the driver passes a scratch tile when fewer
- * rows remain. */
-typedef void (*cf_sgemm_ukernel_fn)(size_t k, const float *a, const float *b, size_t ldb,
-                                    float *c, size_t ldc, size_t ncols,
-                                    const cf_sgemm_tile_ep *ep);
+/* The microkernel: computes the MR x NR tile  sum over kk < k of A(r, kk) * b[kk*ldb + c]
+ * where A(r, kk) = a[r*a_rs + kk*a_ks]: a packed A panel (a_rs = 1, a_ks = MR) or A read
+ * in place (a_rs its row stride, a_ks = 1); B is a packed B panel (ldb == NR) or B read
+ * in place (ldb its row stride).  k >= 1.  Applies `ep` and stores the tile to c (row
+ * stride ldc, unit column stride).  Only columns [0, ncols) of B, C, bias_col and z are
+ * read or written (1 <= ncols <= NR), so the last column panel needs no scratch tile
+ * and B in place is never read past its last column; kernels may skip the arithmetic
+ * of whole vectors past ncols.  All MR rows of A are read and of C written: the driver
+ * passes a packed copy of A and a scratch tile when fewer rows remain. */
+typedef void (*cf_sgemm_ukernel_fn)(size_t k, const float *a, size_t a_rs, size_t a_ks,
+                                    const float *b, size_t ldb, float *c, size_t ldc,
+                                    size_t ncols, const cf_sgemm_tile_ep *ep);
 
 /* One ISA level's microkernel and its register-block shape.  Static storage. */
 typedef struct cf_sgemm_kernel {
@@ -141,6 +143,14 @@ void cf_sgemm_packed(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
  * Saves packing B when each B element is used by few rows of A. */
 void cf_sgemm_packed_a(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
                        const float *packed_a, const float *b, size_t ldb, float *c,
+                       ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
+                       cf_threadpool *pool);
+
+/* As cf_sgemm_packed, but A is read in place: a row-major m x k matrix with row stride
+ * lda (>= k) and unit column stride, e.g. NHWC activations of a 1x1 stride-1
+ * convolution, and B is packed. */
+void cf_sgemm_packed_b(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
+                       const float *a, size_t lda, const float *packed_b, float *c,
                        ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
                        cf_threadpool *pool);
 

@@ -16,8 +16,8 @@
 #define NR 16
 
 static inline __attribute__((always_inline)) void
-tile_6xh(const int halves, size_t k, const float *a, const float *b, size_t ldb, float *c,
-         size_t ldc,
+tile_6xh(const int halves, size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+         size_t ldb, float *c, size_t ldc,
          const __m256i mask[2], const cf_sgemm_tile_ep *ep)
 {
     /* Named accumulators, not an array: GCC keeps arrays of vectors in memory inside
@@ -26,7 +26,7 @@ tile_6xh(const int halves, size_t k, const float *a, const float *b, size_t ldb,
 #define DECL(r) __m256 c##r##_0 = _mm256_setzero_ps(), c##r##_1 = _mm256_setzero_ps();
 #define STEP(r)                                                                          \
     {                                                                                    \
-        __m256 av = _mm256_broadcast_ss(a + r);                                          \
+        __m256 av = _mm256_broadcast_ss(a + r * a_rs);                                   \
         c##r##_0 = _mm256_fmadd_ps(av, b0, c##r##_0);                                    \
         if (halves == 2)                                                                 \
             c##r##_1 = _mm256_fmadd_ps(av, b1, c##r##_1);                                \
@@ -37,7 +37,7 @@ tile_6xh(const int halves, size_t k, const float *a, const float *b, size_t ldb,
         __m256 b0 = _mm256_maskload_ps(b + 0, mask[0]);
         __m256 b1 = halves == 2 ? _mm256_maskload_ps(b + 8, mask[1]) : b0;
         ROWS(STEP)
-        a += MR;
+        a += a_ks;
         b += ldb;
     }
     __m256 acc[MR][2];
@@ -84,17 +84,26 @@ tile_6xh(const int halves, size_t k, const float *a, const float *b, size_t ldb,
             _mm256_maskstore_ps(c + (size_t)r * ldc + 8 * h, mask[h], acc[r][h]);
 }
 
-static void ukernel_6x16(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                         size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep)
+static void ukernel_6x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+                         size_t ldb, float *c, size_t ldc, size_t ncols,
+                         const cf_sgemm_tile_ep *ep)
 {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i mask[2];
     mask[0] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)ncols), lane);
     mask[1] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)ncols - 8), lane);
-    if (ncols > 8)
-        tile_6xh(2, k, a, b, ldb, c, ldc, mask, ep);
-    else
-        tile_6xh(1, k, a, b, ldb, c, ldc, mask, ep);
+    /* Packed A (unit row stride) is by far the common case: a constant stride lets the
+     * broadcasts use immediate offsets. */
+    if (a_rs == 1 && a_ks == MR) {
+        if (ncols > 8)
+            tile_6xh(2, k, a, 1, MR, b, ldb, c, ldc, mask, ep);
+        else
+            tile_6xh(1, k, a, 1, MR, b, ldb, c, ldc, mask, ep);
+    } else if (ncols > 8) {
+        tile_6xh(2, k, a, a_rs, a_ks, b, ldb, c, ldc, mask, ep);
+    } else {
+        tile_6xh(1, k, a, a_rs, a_ks, b, ldb, c, ldc, mask, ep);
+    }
 }
 
 const cf_sgemm_kernel cf_sgemm_kernel_avx2 = {CF_ISA_AVX2_FMA, MR, NR, ukernel_6x16};

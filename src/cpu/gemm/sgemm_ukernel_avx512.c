@@ -43,8 +43,8 @@ finish_vec(__m512 v, int r, int h, float *c, size_t ldc, __mmask16 m, const cf_s
 }
 
 static inline __attribute__((always_inline)) void
-tile_8xh(const int halves, size_t k, const float *a, const float *b, size_t ldb, float *c,
-         size_t ldc, const __mmask16 mask[2], const cf_sgemm_tile_ep *ep)
+tile_8xh(const int halves, size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+         size_t ldb, float *c, size_t ldc, const __mmask16 mask[2], const cf_sgemm_tile_ep *ep)
 {
     /* Named accumulators, not an array: GCC keeps arrays of vectors in memory (inside
      * the loop when only part of them is used, and through the epilogue). */
@@ -52,7 +52,7 @@ tile_8xh(const int halves, size_t k, const float *a, const float *b, size_t ldb,
 #define DECL(r) __m512 c##r##_0 = _mm512_setzero_ps(), c##r##_1 = _mm512_setzero_ps();
 #define STEP(r)                                                                          \
     {                                                                                    \
-        __m512 av = _mm512_set1_ps(a[r]);                                                \
+        __m512 av = _mm512_set1_ps(a[r * a_rs]);                                         \
         c##r##_0 = _mm512_fmadd_ps(av, b0, c##r##_0);                                    \
         if (halves == 2)                                                                 \
             c##r##_1 = _mm512_fmadd_ps(av, b1, c##r##_1);                                \
@@ -66,7 +66,7 @@ tile_8xh(const int halves, size_t k, const float *a, const float *b, size_t ldb,
         __m512 b0 = _mm512_maskz_loadu_ps(mask[0], b + 0);
         __m512 b1 = halves == 2 ? _mm512_maskz_loadu_ps(mask[1], b + 16) : b0;
         ROWS(STEP)
-        a += MR;
+        a += a_ks;
         b += ldb;
     }
     ROWS(FINISH)
@@ -76,17 +76,26 @@ tile_8xh(const int halves, size_t k, const float *a, const float *b, size_t ldb,
 #undef FINISH
 }
 
-static void ukernel_8x32(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                         size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep)
+static void ukernel_8x32(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+                         size_t ldb, float *c, size_t ldc, size_t ncols,
+                         const cf_sgemm_tile_ep *ep)
 {
     __mmask16 mask[2];
     mask[0] = ncols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ncols) - 1u);
     mask[1] = ncols >= 32 ? (__mmask16)0xffff
                           : ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1u) : 0;
-    if (ncols > 16)
-        tile_8xh(2, k, a, b, ldb, c, ldc, mask, ep);
-    else
-        tile_8xh(1, k, a, b, ldb, c, ldc, mask, ep);
+    /* Packed A (unit row stride) is by far the common case: a constant stride lets the
+     * broadcasts use immediate offsets. */
+    if (a_rs == 1 && a_ks == MR) {
+        if (ncols > 16)
+            tile_8xh(2, k, a, 1, MR, b, ldb, c, ldc, mask, ep);
+        else
+            tile_8xh(1, k, a, 1, MR, b, ldb, c, ldc, mask, ep);
+    } else if (ncols > 16) {
+        tile_8xh(2, k, a, a_rs, a_ks, b, ldb, c, ldc, mask, ep);
+    } else {
+        tile_8xh(1, k, a, a_rs, a_ks, b, ldb, c, ldc, mask, ep);
+    }
 }
 
 const cf_sgemm_kernel cf_sgemm_kernel_avx512 = {CF_ISA_AVX512F, MR, NR, ukernel_8x32};

@@ -9,14 +9,15 @@
 #define MR 4
 #define NR 16
 
-static void ukernel_4x16(size_t k, const float *a, const float *b, size_t ldb, float *c,
-                         size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep)
+static void ukernel_4x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+                         size_t ldb, float *c, size_t ldc, size_t ncols,
+                         const cf_sgemm_tile_ep *ep)
 {
     float acc[MR][NR] = {{0}};
     for (size_t kk = 0; kk < k; kk++) {
         const float *bk = b + kk * ldb;
         for (int r = 0; r < MR; r++) {
-            float av = a[kk * MR + r];
+            float av = a[kk * a_ks + (size_t)r * a_rs];
             for (size_t j = 0; j < ncols; j++)
                 acc[r][j] += av * bk[j];
         }
