@@ -14,6 +14,7 @@
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime */
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -38,7 +39,7 @@ typedef struct demo_options {
 static const cli_flag demo_flags[] = {
     {"layers", 0, "FILE", "layer CSV to tune (default: " DEMO_DEFAULT_LAYERS ")",
      cli_apply_string, DEMO_FIELD(layers), NULL},
-    {"repeats", 0, "N", "timed runs per layer when executing, after one warm-up (default 3)",
+    {"repeats", 0, "N", "timed runs per layer when executing, after one warm-up (default 5)",
      cli_apply_int, DEMO_FIELD(repeats), NULL},
     {"threads", 0, "N", "worker threads (default 0: all online cores)", cli_apply_int,
      DEMO_FIELD(threads), NULL},
@@ -75,16 +76,24 @@ typedef struct pass_result {
     size_t db_hits;      /* decisions read from the database */
 } pass_result;
 
-/* Plans every layer on `ctx`; with `plans` not NULL the plans are kept there. */
+/* Plans every layer on `ctx`; with `plans` not NULL the plans are kept there.  With
+ * `show` each decision is printed as it is made, because Find takes a while. */
 static int plan_all(const cli_command *cmd, convfind_context *ctx, const cli_layer *layers,
-                    size_t n, cli_decision *rows, convfind_plan **plans, pass_result *r)
+                    size_t n, bool show, cli_decision *rows, convfind_plan **plans,
+                    pass_result *r)
 {
     memset(r, 0, sizeof *r);
+    if (show)
+        cli_decision_header();
     for (size_t i = 0; i < n; i++) {
         convfind_conv_desc desc;
         cli_layer_desc(&layers[i], &desc);
         snprintf(rows[i].name, sizeof rows[i].name, "%s", layers[i].name);
         cli_decide(ctx, &desc, &rows[i], plans ? &plans[i] : NULL);
+        if (show && rows[i].status == CONVFIND_OK) {
+            cli_decision_row(&rows[i]);
+            fflush(stdout);
+        }
         if (rows[i].status != CONVFIND_OK)
             return cli_failure(cmd, "layer %s: %s: %s", layers[i].name,
                                convfind_status_name(rows[i].status), rows[i].error);
@@ -119,12 +128,10 @@ static int pass_one(const cli_command *cmd, const demo_options *o, const cli_lay
                "will measure again)\n");
     printf("\npass 1: plan every layer; the database answers what it knows, Find measures "
            "the rest and stores it\n");
-    fflush(stdout); /* Find takes a while: show what is happening first */
-    rc = plan_all(cmd, ctx, layers, n, rows, NULL, r);
+    rc = plan_all(cmd, ctx, layers, n, true, rows, NULL, r);
     convfind_context_destroy(ctx);
     if (rc != CLI_EXIT_OK)
         return rc;
-    cli_decision_table(rows, n);
     print_pass(1, n, r);
     if (r->finds == 0)
         printf("all %zu decisions were already in the database from an earlier run: nothing "
@@ -305,7 +312,7 @@ static int run_demo(const cli_command *cmd, const demo_options *o, const cli_lay
         rc = open_context(o, CONVFIND_FIND_HYBRID, NULL, &ctx);
     }
     if (rc == CLI_EXIT_OK)
-        rc = plan_all(cmd, ctx, layers, n, rows + n, plans, &p2);
+        rc = plan_all(cmd, ctx, layers, n, false, rows + n, plans, &p2);
     if (rc == CLI_EXIT_OK) {
         report_pass_two(n, &p1, &p2);
         rc = execute_network(cmd, o, layers, n, rows + n, plans);
@@ -320,7 +327,7 @@ static int run_demo(const cli_command *cmd, const demo_options *o, const cli_lay
 
 static int demo_main(const cli_command *self, int argc, char **argv)
 {
-    demo_options o = {DEMO_DEFAULT_LAYERS, 3, 0, 0};
+    demo_options o = {DEMO_DEFAULT_LAYERS, 5, 0, 0};
     const cli_flag_group groups[] = {
         {demo_flags, (int)(sizeof demo_flags / sizeof demo_flags[0]), &o}};
     int parsed = cli_parse(self, argc, argv, groups, 1);

@@ -71,20 +71,28 @@ void cli_decide(convfind_context *ctx, const convfind_conv_desc *desc, cli_decis
     convfind_problem_destroy(p);
 }
 
-void cli_decision_table(const cli_decision *rows, size_t count)
+void cli_decision_header(void)
 {
     printf("%-36s %-28s %-10s %10s %9s\n", "problem", "algorithm", "source", "median ms",
            "seconds");
-    for (size_t i = 0; i < count; i++) {
-        const cli_decision *r = &rows[i];
-        if (r->status != CONVFIND_OK) {
-            printf("%-36.36s %s\n", r->name, convfind_status_name(r->status));
-            continue;
-        }
-        char med[32] = "-";
-        if (r->median_ms > 0)
-            snprintf(med, sizeof med, "%.4f", r->median_ms);
-        printf("%-36.36s %-28.28s %-10s %10s %9.3f\n", r->name, r->algo,
-               cli_source_name(r->source), med, r->seconds);
+}
+
+void cli_decision_row(const cli_decision *r)
+{
+    if (r->status != CONVFIND_OK) {
+        printf("%-36.36s %s\n", r->name, convfind_status_name(r->status));
+        return;
     }
+    char med[32] = "-";
+    if (r->median_ms > 0)
+        snprintf(med, sizeof med, "%.4f", r->median_ms);
+    printf("%-36.36s %-28.28s %-10s %10s %9.3f\n", r->name, r->algo, cli_source_name(r->source),
+           med, r->seconds);
+}
+
+void cli_decision_table(const cli_decision *rows, size_t count)
+{
+    cli_decision_header();
+    for (size_t i = 0; i < count; i++)
+        cli_decision_row(&rows[i]);
 }

@@ -37,7 +37,10 @@ void cli_decide(convfind_context *ctx, const convfind_conv_desc *desc, cli_decis
                 convfind_plan **plan);
 
 /* The table of decisions: name, algorithm, source, median ms, seconds; a failed row
- * shows its status name instead. */
+ * shows its status name instead.  The header and single rows are separate so a command
+ * can print each row as soon as it is decided. */
+void cli_decision_header(void);
+void cli_decision_row(const cli_decision *row);
 void cli_decision_table(const cli_decision *rows, size_t count);
 
 #endif /* CONVFIND_TOOLS_DECIDE_H */

@@ -259,7 +259,7 @@ static convfind_status subpixel_execute(const cf_problem *p, const void *state,
     ws_layout l = layout_of(p);
     if (l.overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW, "sub-pixel workspace overflows size_t");
-    if (a->workspace == NULL || a->workspace_size < l.bytes)
+    if ((l.bytes > 0 && a->workspace == NULL) || a->workspace_size < l.bytes)
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE,
                        "sub-pixel ConvTranspose needs %zu workspace bytes, got %zu", l.bytes,
                        a->workspace ? a->workspace_size : 0);

@@ -46,28 +46,53 @@ static bool dw_applicable(const cf_problem *p)
 
 /* Plans the NCHW row-block kernel (depthwise.h): the most output rows per block whose
  * padded phase rows and sums fit the kernel's buffers, then blocks of equal size.  False
- * for 3-D problems and for rows too wide for one block, which take the plane kernel. */
+ * for 3-D problems, strides along W (the phase split they need measured slower than the
+ * plane kernel's even-lane loads and the channels-last kernel), rows narrower than
+ * DW_BLOCK_MIN (7-wide rows waste more lanes in padding than the transposes cost) and
+ * rows too wide for one block. */
+#define DW_BLOCK_MIN 12
+
 static bool dw_rows_plan(cf_dw_job *j)
 {
     const cf_geom3 *s = &j->s;
-    if (s->in[0] != 1 || s->k[0] != 1 || s->out[0] != 1)
+    if (s->in[0] != 1 || s->k[0] != 1 || s->out[0] != 1 || s->stride[2] != 1 ||
+        s->in[2] < DW_BLOCK_MIN)
         return false;
-    int64_t sh = s->stride[1], sw = s->stride[2];
-    if (sh > CF_DW_IN_FLOATS || sw > CF_DW_IN_FLOATS / sh)
+    int64_t sh = s->stride[1];
+    if (sh > CF_DW_IN_FLOATS)
         return false;
     j->qh = (s->k[1] - 1) * s->dil[1] / sh;
-    j->qw = (s->k[2] - 1) * s->dil[2] / sw;
-    j->pw = s->out[2] + j->qw;
+    j->pw = s->out[2] + (s->k[2] - 1) * s->dil[2];
     if (j->pw > CF_DW_OUT_FLOATS || j->qh > CF_DW_IN_FLOATS)
         return false;
     int64_t by_out = (CF_DW_OUT_FLOATS - CF_DW_SLACK) / j->pw;
-    int64_t by_in = (CF_DW_IN_FLOATS - CF_DW_SLACK) / (sh * sw * j->pw) - j->qh;
+    int64_t by_in = (CF_DW_IN_FLOATS - CF_DW_SLACK) / (sh * j->pw) - j->qh;
     int64_t most = by_out < by_in ? by_out : by_in;
     if (most < 1)
         return false;
     j->blocks = (s->out[1] + most - 1) / most;
     j->rows = (s->out[1] + j->blocks - 1) / j->blocks;
+    j->pstride = (j->rows + j->qh) * j->pw;
     return true;
+}
+
+/* The row-block kernel's tables (depthwise.h), computed once per execution so that the
+ * kernel divides by no stride: tap (kh, kw) reads row phase kh*dh mod sh, shifted by the
+ * quotient in rows and by kw*dw in columns; padded column j is input column j - pad. */
+static void dw_rows_tables(const cf_dw_job *j, int64_t *off, int64_t *cols)
+{
+    const cf_geom3 *s = &j->s;
+    int64_t sh = s->stride[1];
+    for (int64_t kh = 0; kh < s->k[1]; kh++)
+        for (int64_t kw = 0; kw < s->k[2]; kw++) {
+            int64_t a = kh * s->dil[1];
+            off[kh * s->k[2] + kw] = a % sh * j->pstride + a / sh * j->pw + kw * s->dil[2];
+        }
+    int64_t lo = s->pad[2], hi = s->pad[2] + s->in[2];
+    lo = lo < j->pw ? lo : j->pw;
+    hi = hi < j->pw ? hi : j->pw;
+    cols[0] = lo;
+    cols[1] = hi > lo ? hi : lo;
 }
 
 static bool dw_transposed(const cf_problem *p, const cf_dw_job *j)
@@ -80,7 +105,7 @@ static bool dw_transposed(const cf_problem *p, const cf_dw_job *j)
  * per pixel (NHWC with multiplier > 1, or transposed NCHW), and Y channels-last
  * (transposed NCHW). */
 typedef struct dw_ws {
-    size_t w, xrep, yt;
+    size_t w, xrep, yt, off, cols;
     cf_ws total;
 } dw_ws;
 
@@ -88,6 +113,12 @@ static dw_ws dw_ws_of(const cf_problem *p, const cf_dw_job *j)
 {
     dw_ws w = {0};
     cf_ws *t = &w.total;
+    cf_dw_job plan = *j;
+    if (p->layout == CONVFIND_LAYOUT_NCHW && dw_rows_plan(&plan)) {
+        w.off = cf_ws_take(t, (size_t)p->k_sp, sizeof(int64_t));
+        w.cols = cf_ws_take(t, 2, sizeof(int64_t));
+        return w;
+    }
     bool transposed = dw_transposed(p, j);
     if (p->layout == CONVFIND_LAYOUT_NHWC || transposed) {
         w.w = cf_ws_take(t, (size_t)p->w_elems, sizeof(float));
@@ -254,6 +285,10 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
                                 (size_t)(j.s.out[2] * p->m));
         cf_parallel_for(a->pool, tasks, dw_row_task, &run);
     } else if (dw_rows_plan(&j)) {
+        int64_t *off = (int64_t *)(base + ws.off), *cols = (int64_t *)(base + ws.cols);
+        dw_rows_tables(&j, off, cols);
+        j.off = off;
+        j.cols = cols;
         size_t tasks = dw_split(&run, (size_t)(p->n * p->m * j.blocks),
                                 (size_t)(j.rows * j.s.out[2]));
         cf_parallel_for(a->pool, tasks, dw_block_task, &run);

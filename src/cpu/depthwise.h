@@ -12,6 +12,11 @@
  *         place: whole vectors (stride 1) or even lanes of two vectors (stride 2) where
  *         a vector's window lies inside the row, a masked gather at the row ends (and
  *         for larger strides); rows outside the input are skipped per output row.
+ *         2-D and 1-D problems with stride 1 along W instead run in blocks of output
+ *         rows: the block's input rows are copied zero-padded (split by row stride into
+ *         phases) into an L1 buffer, where every tap is one unmasked load at a fixed
+ *         offset from the output position, so a block is one flat run of vectors over
+ *         rows pw wide; the epilogue compacts the rows into Y.
  */
 #ifndef CONVFIND_CPU_DEPTHWISE_H
 #define CONVFIND_CPU_DEPTHWISE_H
@@ -32,13 +37,16 @@ typedef struct cf_dw_job {
     const float *w;       /* NHWC: packed [tap][M]; NCHW: W as ONNX stores it, [M][tap] */
     const float *b, *z;   /* bias (M) and residual (Y's shape), or NULL */
     float *y;
-    /* NCHW row blocks (2-D and 1-D problems, dw_rows_plan in depthwise.c): `rows` output
-     * rows per block, `blocks` blocks per plane, padded phase rows `pw` floats wide and
-     * qh, qw the largest tap offsets in phase rows and columns. */
-    int64_t rows, blocks, pw, qh, qw;
+    /* NCHW row blocks (dw_rows_plan in depthwise.c): `rows` output rows per block,
+     * `blocks` blocks per plane, zero-padded input rows `pw` floats wide, qh the largest
+     * tap offset in rows of a row phase, phase planes `pstride` floats apart; off[t]:
+     * tap t's offset from the output position; cols[0], cols[1]: the padded columns
+     * [lo, hi) that hold input.  off and cols are in the workspace. */
+    int64_t rows, blocks, pw, qh, pstride;
+    const int64_t *off, *cols;
 } cf_dw_job;
 
-/* Per-call stack buffers of the NCHW row-block kernel, in floats: the stride phases of
+/* Per-call stack buffers of the NCHW row-block kernel, in floats: the row phases of
  * the zero-padded input rows of one block, and its sums before they are compacted into
  * Y.  Together they stay inside a 48 KiB L1 data cache.  CF_DW_SLACK covers the widest
  * vector read past the last phase row. */

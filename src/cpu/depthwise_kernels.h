@@ -10,6 +10,7 @@
  */
 #include "cpu/depthwise.h"
 #include "cpu/simd.h"
+#include <stdlib.h>
 
 #if defined(__GNUC__)
 #define DW_INLINE static inline __attribute__((always_inline))
@@ -276,61 +277,28 @@ static void dw_nchw_plane(const cf_dw_job *j, size_t plane)
     }
 }
 
-/* One phase row of the NCHW row-block kernel: dst[j] = input column c0 + j * sw of xrow
- * for j in [0, pw), and 0 where that column lies outside [0, iw) or xrow is NULL (a
- * padding row). */
-static void dw_phase_row(float *dst, const float *xrow, int64_t pw, int64_t iw, int64_t sw,
-                         int64_t c0)
+/* One phase row of the NCHW row-block kernel: dst[j] = src[j - lo] for j in [lo, hi)
+ * and 0 elsewhere in [0, pw) (all of it when src is NULL, a padding row). */
+static void dw_phase_row(float *dst, const float *src, int64_t pw, int64_t lo, int64_t hi)
 {
-    int64_t lo = 0, hi = 0;
-    if (xrow) {
-        lo = dw_min(c0 >= 0 ? 0 : (-c0 + sw - 1) / sw, pw);
-        hi = dw_max(dw_min(c0 >= iw ? 0 : (iw - 1 - c0) / sw + 1, pw), lo);
-    }
+    if (!src)
+        lo = hi = 0;
     for (int64_t j = 0; j < lo; j += CF_VL)
         cf_vstore_n(dst + j, cf_vzero(), (int)dw_min(CF_VL, lo - j));
     int64_t j = lo;
-    if (hi > lo) {
-        const float *src = xrow + c0 + lo * sw; /* column c0 + lo * sw, inside the row */
-        if (sw == 1) {
-            for (; j + CF_VL <= hi; j += CF_VL)
-                cf_vstore(dst + j, cf_vload(src + (j - lo)));
-            if (j < hi)
-                cf_vstore_n(dst + j, cf_vload_n(src + (j - lo), (int)(hi - j)), (int)(hi - j));
-        } else if (sw == 2) {
-            /* Whole vectors only while their 2 * CF_VL floats stay inside the row. */
-            for (; j + CF_VL <= hi && c0 + 2 * (j + CF_VL) <= iw; j += CF_VL)
-                cf_vstore(dst + j, cf_vload_even(src + 2 * (j - lo)));
-            for (; j < hi; j += CF_VL) {
-                int cnt = (int)dw_min(CF_VL, hi - j);
-                cf_vstore_n(dst + j, cf_vload_even_lanes(src + 2 * (j - lo), 0, cnt), cnt);
-            }
-        } else {
-            for (; j < hi; j++)
-                dst[j] = src[(j - lo) * sw];
-        }
-    }
+    for (; j + CF_VL <= hi; j += CF_VL)
+        cf_vstore(dst + j, cf_vload(src + (j - lo)));
+    if (j < hi)
+        cf_vstore_n(dst + j, cf_vload_n(src + (j - lo), (int)(hi - j)), (int)(hi - j));
     for (j = hi; j < pw; j += CF_VL)
         cf_vstore_n(dst + j, cf_vzero(), (int)dw_min(CF_VL, pw - j));
 }
 
-/* Offset in the phase buffer of tap (kh, kw) from the output position, for phase planes
- * of `pstride` floats: the tap reads phase (kh*dh mod sh, kw*dw mod sw) shifted by the
- * quotients, in rows of pw. */
-static inline int64_t dw_tap_off(const cf_dw_job *j, int64_t pstride, int64_t kh, int64_t kw)
-{
-    const cf_geom3 *s = &j->s;
-    int64_t a = kh * s->dil[1], b = kw * s->dil[2];
-    return (a % s->stride[1] * s->stride[2] + b % s->stride[2]) * pstride +
-           a / s->stride[1] * j->pw + b / s->stride[2];
-}
-
-/* nv vectors of sums at flat position q0 of a block: for 3x3 kernels (K9) the nine
- * offsets and weights come precomputed (the weights stay in registers across the
- * block), otherwise each tap's offset is computed here. */
+/* nv vectors of sums at flat position q0 of a block, tap t reading in + off[t]: for 3x3
+ * kernels (K9) the nine weights stay in registers across the block. */
 DW_INLINE void dw_flat_vectors(const cf_dw_job *j, const float *in, float *out,
-                               const float *w, const int64_t *off9, const cf_vf *w9,
-                               int64_t pstride, int64_t q0, const int nv, const bool K9)
+                               const float *w, const int64_t *off, const cf_vf *w9,
+                               int64_t q0, const int nv, const bool K9)
 {
     cf_vf acc[DW_VECS];
 #pragma GCC unroll 4
@@ -339,38 +307,37 @@ DW_INLINE void dw_flat_vectors(const cf_dw_job *j, const float *in, float *out,
     if (K9) {
 #pragma GCC unroll 9
         for (int t = 0; t < 9; t++) {
-            const float *src = in + off9[t] + q0;
+            const float *src = in + off[t] + q0;
 #pragma GCC unroll 4
             for (int r = 0; r < nv; r++)
                 acc[r] = cf_vfma(cf_vload(src + r * CF_VL), w9[t], acc[r]);
         }
     } else {
-        for (int64_t kh = 0; kh < j->s.k[1]; kh++)
-            for (int64_t kw = 0; kw < j->s.k[2]; kw++) {
-                const float *src = in + dw_tap_off(j, pstride, kh, kw) + q0;
-                cf_vf wv = cf_vbcast(w[kh * j->s.k[2] + kw]);
+        for (int64_t t = 0; t < j->ntaps; t++) {
+            const float *src = in + off[t] + q0;
+            cf_vf wv = cf_vbcast(w[t]);
 #pragma GCC unroll 4
-                for (int r = 0; r < nv; r++)
-                    acc[r] = cf_vfma(cf_vload(src + r * CF_VL), wv, acc[r]);
-            }
+            for (int r = 0; r < nv; r++)
+                acc[r] = cf_vfma(cf_vload(src + r * CF_VL), wv, acc[r]);
+        }
     }
 #pragma GCC unroll 4
     for (int r = 0; r < nv; r++)
         cf_vstore(out + q0 + r * CF_VL, acc[r]);
 }
 
-/* All sums of a block, `flat` positions, in groups of DW_VECS vectors. */
+/* All sums of a block, `flat` positions rounded up to whole vectors, in groups of
+ * DW_VECS vectors. */
 DW_INLINE void dw_flat_block(const cf_dw_job *j, const float *in, float *out, const float *w,
-                             const int64_t *off9, const cf_vf *w9, int64_t pstride,
-                             int64_t flat, const bool K9)
+                             const int64_t *off, const cf_vf *w9, int64_t flat, const bool K9)
 {
     int64_t q0 = 0;
-    for (; q0 + DW_VECS * CF_VL <= flat; q0 += DW_VECS * CF_VL)
-        dw_flat_vectors(j, in, out, w, off9, w9, pstride, q0, DW_VECS, K9);
+    for (; flat - q0 > (DW_VECS - 1) * CF_VL; q0 += DW_VECS * CF_VL)
+        dw_flat_vectors(j, in, out, w, off, w9, q0, DW_VECS, K9);
     switch ((flat - q0 + CF_VL - 1) / CF_VL) {
-    case 3: dw_flat_vectors(j, in, out, w, off9, w9, pstride, q0, 3, K9); break;
-    case 2: dw_flat_vectors(j, in, out, w, off9, w9, pstride, q0, 2, K9); break;
-    case 1: dw_flat_vectors(j, in, out, w, off9, w9, pstride, q0, 1, K9); break;
+    case 3: dw_flat_vectors(j, in, out, w, off, w9, q0, 3, K9); break;
+    case 2: dw_flat_vectors(j, in, out, w, off, w9, q0, 2, K9); break;
+    case 1: dw_flat_vectors(j, in, out, w, off, w9, q0, 1, K9); break;
     default: break;
     }
 }
@@ -389,33 +356,28 @@ static void dw_nchw_block(const cf_dw_job *j, size_t unit)
     int64_t plane = (int64_t)unit / j->blocks, oh0 = (int64_t)unit % j->blocks * j->rows;
     int64_t n = plane / p->m, m = plane % p->m;
     int64_t rows = dw_min(j->rows, s->out[1] - oh0), pw = j->pw, ow_n = s->out[2];
-    int64_t sh = s->stride[1], sw = s->stride[2], pstride = (rows + j->qh) * pw;
-    const float *xplane = j->x + (n * p->c + m / j->mult) * p->in_sp;
-    for (int64_t rh = 0; rh < sh; rh++)
-        for (int64_t rw = 0; rw < sw; rw++)
-            for (int64_t i = 0; i < rows + j->qh; i++) {
-                int64_t ih = (oh0 + i) * sh + rh - s->pad[1];
-                bool inside = ih >= 0 && ih < s->in[1];
-                dw_phase_row(in + (rh * sw + rw) * pstride + i * pw,
-                             inside ? xplane + ih * s->in[2] : NULL, pw, s->in[2], sw,
-                             rw - s->pad[2]);
-            }
-    cf_vstore(in + sh * sw * pstride, cf_vzero()); /* read only by dropped lanes */
+    int64_t sh = s->stride[1], lo = j->cols[0], hi = j->cols[1];
+    const float *xplane = j->x + (n * p->c + m / j->mult) * p->in_sp - s->pad[2];
+    if (!getenv("DWNOFILL")) for (int64_t rh = 0; rh < sh; rh++)
+        for (int64_t i = 0; i < j->rows + j->qh; i++) { /* whole planes, all defined */
+            int64_t ih = (oh0 + i) * sh + rh - s->pad[1];
+            bool inside = ih >= 0 && ih < s->in[1];
+            dw_phase_row(in + rh * j->pstride + i * pw,
+                         inside ? xplane + ih * s->in[2] + lo : NULL, pw, lo, hi);
+        }
+    cf_vstore(in + sh * j->pstride, cf_vzero()); /* read only by dropped lanes */
     const float *w = j->w + m * j->ntaps;
     int64_t flat = (rows - 1) * pw + ow_n;
     if (s->k[1] == 3 && s->k[2] == 3) {
-        int64_t off9[9];
         cf_vf w9[9];
-        for (int t = 0; t < 9; t++) {
-            off9[t] = dw_tap_off(j, pstride, t / 3, t % 3);
+        for (int t = 0; t < 9; t++)
             w9[t] = cf_vbcast(w[t]);
-        }
-        dw_flat_block(j, in, out, w, off9, w9, pstride, flat, true);
+        dw_flat_block(j, in, out, w, j->off, w9, flat, true);
     } else {
-        dw_flat_block(j, in, out, w, NULL, NULL, pstride, flat, false);
+        dw_flat_block(j, in, out, w, j->off, NULL, flat, false);
     }
     cf_vf bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
-    for (int64_t r = 0; r < rows; r++) {
+    if (!getenv("DWNOOUT")) for (int64_t r = 0; r < rows; r++) {
         size_t y_row = (size_t)(plane * p->out_sp + (oh0 + r) * ow_n);
         for (int64_t ow = 0; ow < ow_n; ow += CF_VL) {
             int cnt = (int)dw_min(CF_VL, ow_n - ow);

@@ -51,13 +51,18 @@ for link in "libconvfind.so" "libconvfind.so.$major"; do
     [ "$(readlink -f "$prefix/$libdir/$link")" = "$(readlink -f "$prefix/$libdir/libconvfind.so.$version")" ] ||
         fail "$libdir/$link does not lead to libconvfind.so.$version"
 done
-readelf -d "$prefix/$libdir/libconvfind.so.$version" | grep -q "SONAME.*\[libconvfind\.so\.$major\]" ||
+dynamic=$(readelf -d "$prefix/$libdir/libconvfind.so.$version")
+grep -q "SONAME.*\[libconvfind\.so\.$major\]" <<<"$dynamic" ||
     fail "SONAME of libconvfind.so.$version is not libconvfind.so.$major"
 echo "installed convfind $version: headers, libconvfind.so.$major, libconvfind.a, package files"
 
-# needs_libconvfind EXE: true when EXE loads libconvfind.so from the prefix.
+# needs_libconvfind EXE: true when EXE loads libconvfind.so from the prefix.  ldd's
+# output is taken whole first: `ldd | grep -q` fails under pipefail whenever grep's early
+# exit kills ldd with SIGPIPE.
 needs_libconvfind() {
-    ldd "$1" | grep -q "libconvfind\.so\.$major => $prefix/$libdir/"
+    local libs
+    libs=$(ldd "$1")
+    grep -q "libconvfind\.so\.$major => $prefix/$libdir/" <<<"$libs"
 }
 
 # run_example EXE HOW: runs one build of the example, saying how it was linked.

@@ -226,14 +226,15 @@ static void test_long_k_sliced(void **state)
     for_each_level(long_k_body, NULL);
 }
 
-/* One operand read in place (row-major with padded rows), the other packed: A in place
- * (cf_sgemm_packed_b) or B in place (cf_sgemm_packed_a), with a ReLU and a row or column
- * bias so the fused epilogue runs on those paths too. */
+/* One operand read in place, the other packed (cf_sgemm_compute): A in place with padded
+ * rows, or transposed (column-major) when k is odd; or B in place with padded rows.  A
+ * ReLU and a row or column bias run the fused epilogue on those paths too. */
 static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, cf_threadpool *pool)
 {
     const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
-    const size_t lda = k + 3, ldb = n + 5;
-    float *a = rand_buf(m * lda), *b = rand_buf(k * ldb), *c = rand_buf(m * n);
+    const bool a_cols = a_in_place && k % 2 == 1;
+    const size_t ars = a_cols ? 1 : k + 3, acs = a_cols ? m + 2 : 1, ldb = n + 5;
+    float *a = rand_buf((m + 2) * (k + 3)), *b = rand_buf(k * ldb), *c = rand_buf(m * n);
     float *bias = rand_buf(a_in_place ? n : m);
     size_t floats = a_in_place ? cf_sgemm_packed_b_floats(kern, k, n, NULL)
                                : cf_sgemm_packed_a_floats(kern, m, k, NULL);
@@ -242,16 +243,18 @@ static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, cf_thr
     cf_sgemm_epilogue ep = {.bias = bias, .bias_per_col = a_in_place, .act = CONVFIND_ACT_RELU};
     if (a_in_place) {
         cf_sgemm_pack_b(kern, k, n, b, (ptrdiff_t)ldb, 1, packed, pool);
-        cf_sgemm_packed_b(kern, m, n, k, a, lda, packed, c, (ptrdiff_t)n, 1, &ep, pool);
+        cf_sgemm_compute(kern, m, n, k, (cf_sgemm_operand){a, false, ars, acs},
+                         (cf_sgemm_operand){packed, true, 0, 0}, c, (ptrdiff_t)n, 1, &ep, pool);
     } else {
-        cf_sgemm_pack_a(kern, m, k, a, (ptrdiff_t)lda, 1, packed);
-        cf_sgemm_packed_a(kern, m, n, k, packed, b, ldb, c, (ptrdiff_t)n, 1, &ep, pool);
+        cf_sgemm_pack_a(kern, m, k, a, (ptrdiff_t)ars, (ptrdiff_t)acs, packed);
+        cf_sgemm_compute(kern, m, n, k, (cf_sgemm_operand){packed, true, 0, 0},
+                         (cf_sgemm_operand){b, false, ldb, 1}, c, (ptrdiff_t)n, 1, &ep, pool);
     }
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
             double sum = 0.0, mag = 0.0;
             for (size_t kk = 0; kk < k; kk++) {
-                double p = (double)a[i * lda + kk] * (double)b[kk * ldb + j];
+                double p = (double)a[i * ars + kk * acs] * (double)b[kk * ldb + j];
                 sum += p;
                 mag += fabs(p);
             }

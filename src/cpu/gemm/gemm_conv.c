@@ -127,20 +127,37 @@ void cf_gemm_free_packed(void *packed)
     free(packed);
 }
 
-/* The packed weights of this execution: the caller's when they were made for `kern`,
- * else packed now into `scratch` (sized by operand_floats_max per group). */
-static const float *weights_for(const cf_sgemm_kernel *kern, const cf_problem *p,
-                                const cf_exec_args *a, float *scratch, size_t *group_floats)
+/* The weights of one execution as a GEMM operand of group 0, and the distance from one
+ * group's operand to the next. */
+typedef struct weights_src {
+    cf_sgemm_operand op;
+    size_t group_stride;
+} weights_src;
+
+/* The caller's packed weights when they were made for `kern`; else W itself, read in
+ * place, when the weights are the GEMM's A (any strides will do); else (NHWC, where they
+ * are B and B must have unit column stride) W packed now into `scratch`. */
+static weights_src weights_for(const cf_sgemm_kernel *kern, const cf_problem *p,
+                               const cf_exec_args *a, float *scratch)
 {
     const packed_header *h = a->packed_w;
-    if (h != NULL && h->magic == PACKED_MAGIC && h->isa == kern->isa) {
-        *group_floats = h->group_floats;
-        return (const float *)((const char *)h + PACKED_HEADER);
-    }
+    if (h != NULL && h->magic == PACKED_MAGIC && h->isa == kern->isa)
+        return (weights_src){{(const float *)((const char *)h + PACKED_HEADER), true, 0, 0},
+                             h->group_floats};
     w_operand o = weight_operand(p);
-    *group_floats = operand_floats(kern, &o, NULL);
-    pack_groups(kern, p, a->w, scratch, *group_floats, a->pool);
-    return scratch;
+    if (o.as_a)
+        return (weights_src){{a->w, false, (size_t)o.rs, (size_t)o.cs}, o.group_stride};
+    size_t gf = operand_floats(kern, &o, NULL);
+    pack_groups(kern, p, a->w, scratch, gf, a->pool);
+    return (weights_src){{scratch, true, 0, 0}, gf};
+}
+
+/* The operand of group g. */
+static cf_sgemm_operand weights_of_group(const weights_src *w, int64_t g)
+{
+    cf_sgemm_operand op = w->op;
+    op.p += (size_t)g * w->group_stride;
+    return op;
 }
 
 /* ---- workspace layout --------------------------------------------------------------- */
@@ -187,8 +204,9 @@ static ws_layout layout_of(const cf_problem *p, bool allow_in_place)
     ws_layout l = {0};
     l.in_place = allow_in_place && patches_are_x(p);
     cf_ws ws = {0};
+    /* Room to pack the weights only where they cannot be read in place (weights_for). */
     w_operand o = weight_operand(p);
-    size_t wf = operand_floats_max(&o, &l.overflow);
+    size_t wf = o.as_a ? 0 : operand_floats_max(&o, &l.overflow);
     l.weights = cf_ws_take(&ws, cf_ws_mul(&ws, wf, (size_t)p->group), sizeof(float));
     size_t cg = (size_t)cf_cin_per_group(p);
     if (l.in_place) {
@@ -235,7 +253,7 @@ static convfind_status check_args(const cf_problem *p, const cf_exec_args *a,
     *l = layout_of(p, allow_in_place);
     if (l->overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW, "GEMM workspace overflows size_t");
-    if (a->workspace == NULL || a->workspace_size < l->bytes)
+    if ((l->bytes > 0 && a->workspace == NULL) || a->workspace_size < l->bytes)
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE,
                        "GEMM convolution needs %zu workspace bytes, got %zu", l->bytes,
                        a->workspace ? a->workspace_size : 0);
@@ -250,7 +268,7 @@ typedef struct conv_chunk_job {
     const cf_sgemm_kernel *kern;
     bool pixel_rows;          /* see pixels_as_rows() */
     size_t mg, kdim;
-    const float *wg;          /* this group's packed weights */
+    cf_sgemm_operand wg;      /* this group's weights */
     float *y;                 /* Y (and, at the same offset, Z) at the tile's first pixel */
     ptrdiff_t rs, cs;         /* Y strides of the GEMM's C */
     ptrdiff_t ps;             /* Y stride from one pixel to the next */
@@ -259,6 +277,27 @@ typedef struct conv_chunk_job {
     const float *x_rows;      /* in place: X at the tile's first pixel, else NULL */
     size_t ldx;               /* in place: X's row stride (in_sp in NCHW, C in NHWC) */
 } conv_chunk_job;
+
+/* The GEMM of the tile's pixels [first, first + count): weights times patch panels (or X
+ * in place), C's rows or columns being those pixels. */
+static void conv_gemm(const conv_chunk_job *j, size_t first, size_t count,
+                      const float *panels, cf_threadpool *pool)
+{
+    ptrdiff_t shift = (ptrdiff_t)first * j->ps;
+    cf_sgemm_epilogue ep = j->ep;
+    if (ep.z != NULL)
+        ep.z += shift;
+    cf_sgemm_operand x = {panels, true, 0, 0};
+    if (j->x_rows != NULL)
+        x = j->pixel_rows ? (cf_sgemm_operand){j->x_rows + first * j->ldx, false, j->ldx, 1}
+                          : (cf_sgemm_operand){j->x_rows + first, false, j->ldx, 1};
+    if (j->pixel_rows)
+        cf_sgemm_compute(j->kern, count, j->mg, j->kdim, x, j->wg, j->y + shift, j->rs, j->cs,
+                         &ep, pool);
+    else
+        cf_sgemm_compute(j->kern, j->mg, count, j->kdim, j->wg, x, j->y + shift, j->rs, j->cs,
+                         &ep, pool);
+}
 
 static void conv_chunk_task(void *arg, size_t index)
 {
@@ -270,23 +309,7 @@ static void conv_chunk_task(void *arg, size_t index)
             cf_patch_panel(j->patch, q);
     size_t first = q0 * pj->width, end = q1 * pj->width < pj->npix ? q1 * pj->width : pj->npix;
     const float *panels = pj->dst + q0 * j->kdim * pj->width;
-    /* This chunk's pixels are C's rows or columns [first, end). */
-    ptrdiff_t shift = (ptrdiff_t)first * j->ps;
-    cf_sgemm_epilogue ep = j->ep;
-    if (ep.z != NULL)
-        ep.z += shift;
-    if (j->x_rows != NULL && j->pixel_rows)
-        cf_sgemm_packed_b(j->kern, end - first, j->mg, j->kdim, j->x_rows + first * j->ldx,
-                          j->ldx, j->wg, j->y + shift, j->rs, j->cs, &ep, NULL);
-    else if (j->x_rows != NULL)
-        cf_sgemm_packed_a(j->kern, j->mg, end - first, j->kdim, j->wg, j->x_rows + first, j->ldx,
-                          j->y + shift, j->rs, j->cs, &ep, NULL);
-    else if (j->pixel_rows)
-        cf_sgemm_packed(j->kern, end - first, j->mg, j->kdim, panels, j->wg, j->y + shift, j->rs,
-                        j->cs, &ep, NULL);
-    else
-        cf_sgemm_packed(j->kern, j->mg, end - first, j->kdim, j->wg, panels, j->y + shift, j->rs,
-                        j->cs, &ep, NULL);
+    conv_gemm(j, first, end - first, panels, NULL);
 }
 
 bool cf_gemm_conv_applicable(const cf_problem *p)
@@ -320,9 +343,9 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
         return st;
     const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
     char *ws = a->workspace;
-    size_t wgf = 0;
-    const float *wpk = weights_for(kern, p, a, (float *)(ws + l.weights), &wgf);
-    float *panels = (float *)(ws + l.panels);
+    /* The workspace is NULL when a 1x1 reads both operands in place. */
+    const weights_src wsrc = weights_for(kern, p, a, ws ? (float *)(ws + l.weights) : NULL);
+    float *panels = ws ? (float *)(ws + l.panels) : NULL;
 
     const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC, pixel_rows = pixels_as_rows(p);
     const size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
@@ -351,7 +374,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     for (int64_t n = 0; n < p->n; n++) {
         for (int64_t g = 0; g < p->group; g++) {
             job.xg = x + (size_t)n * C * in_sp + (size_t)g * cg * (size_t)job.xc;
-            cj.wg = wpk + (size_t)g * wgf;
+            cj.wg = weights_of_group(&wsrc, g);
             for (size_t t0 = 0; t0 < out_sp; t0 += tile) {
                 size_t np = out_sp - t0 < tile ? out_sp - t0 : tile;
                 job.pix0 = t0;
@@ -378,18 +401,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                      * over the weights' dimension too. */
                     if (!l.in_place)
                         cf_parallel_for(a->pool, cj.panels, cf_patch_panel, &job);
-                    if (l.in_place && pixel_rows)
-                        cf_sgemm_packed_b(kern, np, mg, kdim, cj.x_rows, cj.ldx, cj.wg, cj.y, cj.rs,
-                                          cj.cs, &cj.ep, a->pool);
-                    else if (l.in_place)
-                        cf_sgemm_packed_a(kern, mg, np, kdim, cj.wg, cj.x_rows, cj.ldx, cj.y, cj.rs,
-                                          cj.cs, &cj.ep, a->pool);
-                    else if (pixel_rows)
-                        cf_sgemm_packed(kern, np, mg, kdim, panels, cj.wg, cj.y, cj.rs, cj.cs,
-                                        &cj.ep, a->pool);
-                    else
-                        cf_sgemm_packed(kern, mg, np, kdim, cj.wg, panels, cj.y, cj.rs, cj.cs,
-                                        &cj.ep, a->pool);
+                    conv_gemm(&cj, 0, np, panels, a->pool);
                 }
             }
         }
@@ -492,8 +504,7 @@ convfind_status cf_gemm_convt_execute(const cf_problem *p, const void *state,
         return st;
     const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
     char *ws = a->workspace;
-    size_t wgf = 0;
-    const float *wpk = weights_for(kern, p, a, (float *)(ws + l.weights), &wgf);
+    const weights_src wsrc = weights_for(kern, p, a, (float *)(ws + l.weights));
     float *xpk = (float *)(ws + l.panels), *cols = (float *)(ws + l.cols);
 
     const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
@@ -517,8 +528,9 @@ convfind_status cf_gemm_convt_execute(const cf_problem *p, const void *state,
             const float *xg = x + (size_t)n * C * in_sp + (size_t)g * cg * (nhwc ? 1 : in_sp);
             ptrdiff_t rs = nhwc ? 1 : (ptrdiff_t)in_sp, cs = nhwc ? (ptrdiff_t)C : 1;
             cf_sgemm_pack_b(kern, cg, in_sp, xg, rs, cs, xpk, a->pool);
-            cf_sgemm_packed(kern, mg * ksp, in_sp, cg, wpk + (size_t)g * wgf, xpk, cols,
-                            (ptrdiff_t)in_sp, 1, NULL, a->pool);
+            cf_sgemm_compute(kern, mg * ksp, in_sp, cg, weights_of_group(&wsrc, g),
+                             (cf_sgemm_operand){xpk, true, 0, 0}, cols, (ptrdiff_t)in_sp, 1,
+                             NULL, a->pool);
             job.m0 = (size_t)g * mg;
             job.y_image = (size_t)n * M * out_sp;
             cf_parallel_for(a->pool, mg * rows, gather_task, &job);

@@ -16,9 +16,11 @@
  * then every output gathers the cols entries that land on it (col2im in gather form, so
  * each output is written once, with its epilogue, and threads never collide).
  *
- * Packed weights (pack_weights) record the ISA level they were packed for; an execution
- * at another level (CONVFIND_ISA, cf_isa_force) repacks into its workspace instead, so
- * the workspace always has room for the packed weights.
+ * Packed weights (pack_weights) record the ISA level they were packed for.  An execution
+ * without matching packed weights (none given, or made at another level by CONVFIND_ISA
+ * or cf_isa_force) reads W in place where the weights are the GEMM's A operand (NCHW
+ * Conv, ConvTranspose: the microkernel takes A with any strides), and packs them into its
+ * workspace only where they are B (NHWC Conv), so only that case reserves room for them.
  */
 #ifndef CONVFIND_CPU_GEMM_CONV_H
 #define CONVFIND_CPU_GEMM_CONV_H

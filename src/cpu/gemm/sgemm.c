@@ -368,23 +368,15 @@ void cf_sgemm_packed(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
              pool);
 }
 
-void cf_sgemm_packed_a(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
-                       const float *packed_a, const float *b, size_t ldb, float *c,
-                       ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
-                       cf_threadpool *pool)
-{
-    const size_t mr = (size_t)kern->mr;
-    run_gemm(kern, m, n, k, packed_a, 1, mr, k * mr, b, ldb, (size_t)kern->nr, c, rs_c, cs_c,
-             ep, pool);
-}
-
-void cf_sgemm_packed_b(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
-                       const float *a, size_t lda, const float *packed_b, float *c,
-                       ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
-                       cf_threadpool *pool)
+void cf_sgemm_compute(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
+                      cf_sgemm_operand a, cf_sgemm_operand b, float *c, ptrdiff_t rs_c,
+                      ptrdiff_t cs_c, const cf_sgemm_epilogue *ep, cf_threadpool *pool)
 {
     const size_t mr = (size_t)kern->mr, nr = (size_t)kern->nr;
-    run_gemm(kern, m, n, k, a, lda, 1, mr * lda, packed_b, nr, k * nr, c, rs_c, cs_c, ep, pool);
+    if (a.packed)
+        a.rs = 1, a.cs = mr;
+    run_gemm(kern, m, n, k, a.p, a.rs, a.cs, a.packed ? k * mr : mr * a.rs, b.p,
+             b.packed ? nr : b.rs, b.packed ? k * nr : nr, c, rs_c, cs_c, ep, pool);
 }
 
 convfind_status cf_sgemm_workspace(cf_isa isa, size_t m, size_t n, size_t k, size_t *bytes)

@@ -11,9 +11,8 @@
  *
  * Convolutions use the packed interface: weights are packed once (cf_sgemm_pack_a or
  * cf_sgemm_pack_b) and reused across executions; activations are packed per execution,
- * possibly by the caller's own generator (im2col writes straight into packed-B form), or
- * read in place as a row-major B (cf_sgemm_packed_a: 1x1 stride-1 NCHW) or A
- * (cf_sgemm_packed_b: 1x1 stride-1 NHWC).
+ * possibly by the caller's own generator (im2col writes straight into packed-B form);
+ * operands already in a usable order are read in place (cf_sgemm_compute).
  * cf_sgemm() is the plain all-in-one call on strided matrices, for tests and simple uses.
  *
  * Packed formats (the contract for callers that generate packed data themselves):
@@ -138,21 +137,22 @@ void cf_sgemm_packed(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
                      ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
                      cf_threadpool *pool);
 
-/* As cf_sgemm_packed, but B is read in place: a row-major k x n matrix with row stride
- * ldb (>= n) and unit column stride, e.g. NCHW activations of a 1x1 stride-1 convolution.
- * Saves packing B when each B element is used by few rows of A. */
-void cf_sgemm_packed_a(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
-                       const float *packed_a, const float *b, size_t ldb, float *c,
-                       ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
-                       cf_threadpool *pool);
+/* An operand of cf_sgemm_compute: packed for the kernel (formats above; rs, cs unused)
+ * or read in place, element (i, j) at p[i * rs + j * cs].  In place is for operands a
+ * convolution already holds in a usable order: the weights (A, any strides), or NCHW /
+ * NHWC activations of a 1x1 stride-1 convolution (B with cs == 1, A row-major). */
+typedef struct cf_sgemm_operand {
+    const float *p;
+    bool packed;
+    size_t rs, cs;
+} cf_sgemm_operand;
 
-/* As cf_sgemm_packed, but A is read in place: a row-major m x k matrix with row stride
- * lda (>= k) and unit column stride, e.g. NHWC activations of a 1x1 stride-1
- * convolution, and B is packed. */
-void cf_sgemm_packed_b(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
-                       const float *a, size_t lda, const float *packed_b, float *c,
-                       ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
-                       cf_threadpool *pool);
+/* As cf_sgemm_packed, for any mix of packed and in-place operands.  B in place must have
+ * cs == 1 (its rows are what the microkernel's vectors load); it is never read past its
+ * last column.  A in place may have any strides; partial row panels are copied. */
+void cf_sgemm_compute(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
+                      cf_sgemm_operand a, cf_sgemm_operand b, float *c, ptrdiff_t rs_c,
+                      ptrdiff_t cs_c, const cf_sgemm_epilogue *ep, cf_threadpool *pool);
 
 /* Bytes of workspace cf_sgemm() needs for these sizes at level `isa`: both packed
  * operands.  CONVFIND_ERR_OVERFLOW when that does not fit in size_t. */
