@@ -16,7 +16,8 @@
  *         rows: the block's input rows are copied zero-padded (split by row stride into
  *         phases) into an L1 buffer, where every tap is one unmasked load at a fixed
  *         offset from the output position, so a block is one flat run of vectors over
- *         rows pw wide; the epilogue compacts the rows into Y.
+ *         rows pw wide (lanes past OW computed and dropped); the epilogue compacts the
+ *         rows into Y.
  */
 #ifndef CONVFIND_CPU_DEPTHWISE_H
 #define CONVFIND_CPU_DEPTHWISE_H
@@ -49,7 +50,7 @@ typedef struct cf_dw_job {
 /* Per-call stack buffers of the NCHW row-block kernel, in floats: the row phases of
  * the zero-padded input rows of one block, and its sums before they are compacted into
  * Y.  Together they stay inside a 48 KiB L1 data cache.  CF_DW_SLACK covers the widest
- * vector read past the last phase row. */
+ * vector read past the last phase row or sum. */
 #define CF_DW_IN_FLOATS 6144
 #define CF_DW_OUT_FLOATS 3072
 #define CF_DW_SLACK 16

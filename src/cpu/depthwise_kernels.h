@@ -10,7 +10,6 @@
  */
 #include "cpu/depthwise.h"
 #include "cpu/simd.h"
-#include <stdlib.h>
 
 #if defined(__GNUC__)
 #define DW_INLINE static inline __attribute__((always_inline))
@@ -19,7 +18,8 @@
 #endif
 
 #define DW_RUN 8  /* NHWC: pixels per run */
-#define DW_VECS 4 /* NCHW: vectors per row block */
+#define DW_VECS 4 /* NCHW planes: vectors per row block */
+#define DW_FLAT 8 /* NCHW row blocks: vectors per step of the flat run */
 
 static inline int64_t dw_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t dw_min(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -300,15 +300,15 @@ DW_INLINE void dw_flat_vectors(const cf_dw_job *j, const float *in, float *out,
                                const float *w, const int64_t *off, const cf_vf *w9,
                                int64_t q0, const int nv, const bool K9)
 {
-    cf_vf acc[DW_VECS];
-#pragma GCC unroll 4
+    cf_vf acc[DW_FLAT];
+#pragma GCC unroll 8
     for (int r = 0; r < nv; r++)
         acc[r] = cf_vzero();
     if (K9) {
 #pragma GCC unroll 9
         for (int t = 0; t < 9; t++) {
             const float *src = in + off[t] + q0;
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int r = 0; r < nv; r++)
                 acc[r] = cf_vfma(cf_vload(src + r * CF_VL), w9[t], acc[r]);
         }
@@ -316,29 +316,34 @@ DW_INLINE void dw_flat_vectors(const cf_dw_job *j, const float *in, float *out,
         for (int64_t t = 0; t < j->ntaps; t++) {
             const float *src = in + off[t] + q0;
             cf_vf wv = cf_vbcast(w[t]);
-#pragma GCC unroll 4
+#pragma GCC unroll 8
             for (int r = 0; r < nv; r++)
                 acc[r] = cf_vfma(cf_vload(src + r * CF_VL), wv, acc[r]);
         }
     }
-#pragma GCC unroll 4
+#pragma GCC unroll 8
     for (int r = 0; r < nv; r++)
         cf_vstore(out + q0 + r * CF_VL, acc[r]);
 }
 
+#define DW_FLAT_CASE(nv)                                                                   \
+    case nv:                                                                               \
+        dw_flat_vectors(j, in, out, w, off, w9, q0, nv, K9);                               \
+        break;
+
 /* All sums of a block, `flat` positions rounded up to whole vectors, in groups of
- * DW_VECS vectors. */
+ * DW_FLAT vectors. */
 DW_INLINE void dw_flat_block(const cf_dw_job *j, const float *in, float *out, const float *w,
                              const int64_t *off, const cf_vf *w9, int64_t flat, const bool K9)
 {
     int64_t q0 = 0;
-    for (; flat - q0 > (DW_VECS - 1) * CF_VL; q0 += DW_VECS * CF_VL)
-        dw_flat_vectors(j, in, out, w, off, w9, q0, DW_VECS, K9);
+    for (; flat - q0 > (DW_FLAT - 1) * CF_VL; q0 += DW_FLAT * CF_VL)
+        dw_flat_vectors(j, in, out, w, off, w9, q0, DW_FLAT, K9);
     switch ((flat - q0 + CF_VL - 1) / CF_VL) {
-    case 3: dw_flat_vectors(j, in, out, w, off, w9, q0, 3, K9); break;
-    case 2: dw_flat_vectors(j, in, out, w, off, w9, q0, 2, K9); break;
-    case 1: dw_flat_vectors(j, in, out, w, off, w9, q0, 1, K9); break;
-    default: break;
+        DW_FLAT_CASE(1) DW_FLAT_CASE(2) DW_FLAT_CASE(3) DW_FLAT_CASE(4)
+        DW_FLAT_CASE(5) DW_FLAT_CASE(6) DW_FLAT_CASE(7)
+    default:
+        break;
     }
 }
 
@@ -358,7 +363,7 @@ static void dw_nchw_block(const cf_dw_job *j, size_t unit)
     int64_t rows = dw_min(j->rows, s->out[1] - oh0), pw = j->pw, ow_n = s->out[2];
     int64_t sh = s->stride[1], lo = j->cols[0], hi = j->cols[1];
     const float *xplane = j->x + (n * p->c + m / j->mult) * p->in_sp - s->pad[2];
-    if (!getenv("DWNOFILL")) for (int64_t rh = 0; rh < sh; rh++)
+    for (int64_t rh = 0; rh < sh; rh++)
         for (int64_t i = 0; i < j->rows + j->qh; i++) { /* whole planes, all defined */
             int64_t ih = (oh0 + i) * sh + rh - s->pad[1];
             bool inside = ih >= 0 && ih < s->in[1];
@@ -377,7 +382,7 @@ static void dw_nchw_block(const cf_dw_job *j, size_t unit)
         dw_flat_block(j, in, out, w, j->off, NULL, flat, false);
     }
     cf_vf bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
-    if (!getenv("DWNOOUT")) for (int64_t r = 0; r < rows; r++) {
+    for (int64_t r = 0; r < rows; r++) {
         size_t y_row = (size_t)(plane * p->out_sp + (oh0 + r) * ow_n);
         for (int64_t ow = 0; ow < ow_n; ow += CF_VL) {
             int cnt = (int)dw_min(CF_VL, ow_n - ow);
