@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "core/fault.h"
+#include "core/scratch.h"
 #include "find/algos.h"
 #include "find/policy.h"
 #include "util/error.h"
@@ -325,7 +326,7 @@ static convfind_status check_tensors(const convfind_plan *plan, const convfind_t
     return CONVFIND_OK;
 }
 
-/* Runs `algo` once with a workspace of its own.  Packed weights are used only when they
+/* Runs `algo` once with the calling thread's scratch buffer as workspace.  Packed weights are used only when they
  * were made by this very algorithm.  `first`: the execution's first attempt, the one a
  * test fault hits. */
 static convfind_status run_algo(const convfind_plan *plan, const cf_algo *algo, const void *state,
@@ -340,21 +341,17 @@ static convfind_status run_algo(const convfind_plan *plan, const cf_algo *algo, 
     };
     if (t->packed_w && t->packed_w->algo == algo)
         args.packed_w = t->packed_w->data;
-    void *ws = NULL;
     if (workspace) {
-        size_t rounded = (workspace + 63) & ~(size_t)63;
-        if (fault == CF_FAULT_WORKSPACE || rounded < workspace ||
-            !(ws = aligned_alloc(64, rounded)))
+        void *ws = fault == CF_FAULT_WORKSPACE ? NULL : cf_scratch_get(workspace);
+        if (!ws)
             return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu workspace bytes for %s",
                            workspace, algo->name);
         args.workspace = ws;
         args.workspace_size = workspace;
     }
-    convfind_status st = fault == CF_FAULT_EXECUTE
-                             ? cf_fail(CONVFIND_ERR_BACKEND, "%s: injected failure", algo->name)
-                             : algo->execute(&plan->problem, state, &args);
-    free(ws);
-    return st;
+    return fault == CF_FAULT_EXECUTE
+               ? cf_fail(CONVFIND_ERR_BACKEND, "%s: injected failure", algo->name)
+               : algo->execute(&plan->problem, state, &args);
 }
 
 /* Down the ranked list after the plan's own algorithm failed: every other runnable

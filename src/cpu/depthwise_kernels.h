@@ -386,7 +386,7 @@ static void dw_nchw_block(const cf_dw_job *j, size_t unit)
         size_t y_row = (size_t)(plane * p->out_sp + (oh0 + r) * ow_n);
         for (int64_t ow = 0; ow < ow_n; ow += CF_VL) {
             int cnt = (int)dw_min(CF_VL, ow_n - ow);
-            cf_vf v = cf_vadd(cf_vload_n(out + r * pw + ow, cnt), cf_vadd(bias, bias));
+            cf_vf v = cf_vadd(cf_vload_n(out + r * pw + ow, cnt), bias);
             if (j->z)
                 v = cf_vadd(v, cf_vload_n(j->z + y_row + ow, cnt));
             cf_vstore_n(j->y + y_row + ow, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);

@@ -3,8 +3,11 @@
  *
  * Work distribution is a shared atomic counter: every participating thread claims the
  * next index until the range is exhausted, which balances uneven tasks without a queue.
- * A generation number wakes the workers for each job; the caller waits until every
- * worker has left the job before returning, so `fn` and `arg` never outlive the call.
+ * A generation number wakes the workers for each job.  A worker joins a job only while
+ * it is open, and the caller, once every index has been claimed, closes the job and
+ * waits just for the workers that joined: a worker still asleep when the work ran out
+ * costs nothing (waiting for it to wake would make two threads slower than one), and
+ * `fn` and `arg` are never touched after the call returns.
  * A caller that finds the pool busy (trylock fails) runs its range alone rather than
  * queueing: that keeps concurrent callers from oversubscribing the cores or waiting on
  * each other.
@@ -25,10 +28,11 @@ struct cf_threadpool {
     pthread_mutex_t drive;      /* held by the one caller driving the pool */
     pthread_mutex_t lock;       /* guards the fields below */
     pthread_cond_t wake;        /* workers wait here for a new generation */
-    pthread_cond_t done;        /* the caller waits here for busy == 0 */
+    pthread_cond_t done;        /* the caller waits here for active == 0 */
     unsigned long generation;
     bool shutdown;
-    int busy;                   /* workers still inside the current job */
+    bool open;                  /* the current job still admits workers */
+    int active;                 /* workers that joined the current job and are in it */
 
     cf_task_fn fn;
     void *arg;
@@ -57,10 +61,13 @@ static void *worker_main(void *opaque)
         if (pool->shutdown)
             break;
         seen = pool->generation;
+        if (!pool->open)
+            continue;
+        pool->active++;
         pthread_mutex_unlock(&pool->lock);
         run_indices(pool);
         pthread_mutex_lock(&pool->lock);
-        if (--pool->busy == 0)
+        if (--pool->active == 0 && !pool->open)
             pthread_cond_signal(&pool->done);
     }
     pthread_mutex_unlock(&pool->lock);
@@ -131,7 +138,7 @@ void cf_parallel_for(cf_threadpool *pool, size_t count, cf_task_fn fn, void *arg
     pool->arg = arg;
     pool->count = count;
     atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
-    pool->busy = pool->num_workers;
+    pool->open = true;
     pool->generation++;
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
@@ -139,7 +146,8 @@ void cf_parallel_for(cf_threadpool *pool, size_t count, cf_task_fn fn, void *arg
     run_indices(pool);
 
     pthread_mutex_lock(&pool->lock);
-    while (pool->busy > 0)
+    pool->open = false;
+    while (pool->active > 0)
         pthread_cond_wait(&pool->done, &pool->lock);
     pthread_mutex_unlock(&pool->lock);
     pthread_mutex_unlock(&pool->drive);
