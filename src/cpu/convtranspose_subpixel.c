@@ -29,6 +29,7 @@
 #include "cpu/geom3.h"
 #include "cpu/isa.h"
 #include "cpu/workspace.h"
+#include "problem/shape.h"
 #include "util/error.h"
 
 #define PACKED_MAGIC 0x58505553u /* "SUPX" */
@@ -38,8 +39,6 @@ typedef struct packed_header {
     uint32_t magic;
     cf_isa isa;
 } packed_header;
-
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
 
 /* One phase: per geom3 axis its tap count, first grid index u and grid length. */
 typedef struct phase {
@@ -57,8 +56,8 @@ static phase phase_of(const cf_geom3 *g, size_t index)
         ph.phi[a] = phi;
         ph.taps[a] = g->k[a] > phi ? (g->k[a] - phi + s - 1) / s : 0;
         /* Outputs o = u*s + phi - pad with 0 <= o < out. */
-        ph.u_lo[a] = -floor_div(-(g->pad[a] - phi), s);
-        int64_t u_hi = floor_div(g->out[a] - 1 + g->pad[a] - phi, s);
+        ph.u_lo[a] = -cf_floor_div(-(g->pad[a] - phi), s);
+        int64_t u_hi = cf_floor_div(g->out[a] - 1 + g->pad[a] - phi, s);
         ph.count[a] = u_hi >= ph.u_lo[a] ? u_hi - ph.u_lo[a] + 1 : 0;
         ph.taps_sp *= (size_t)ph.taps[a];
         ph.count_sp *= (size_t)ph.count[a];

@@ -49,11 +49,11 @@ typedef struct cf_dw_job {
 
 /* Per-call stack buffers of the NCHW row-block kernel, in floats: the row phases of
  * the zero-padded input rows of one block, and its sums before they are compacted into
- * Y.  Together they stay inside a 48 KiB L1 data cache.  CF_DW_SLACK covers the widest
- * vector read past the last phase row or sum. */
+ * Y.  Together they stay inside a 48 KiB L1 data cache.  CF_DW_SLACK covers the two
+ * widest vectors read past the last phase row or sum. */
 #define CF_DW_IN_FLOATS 6144
 #define CF_DW_OUT_FLOATS 3072
-#define CF_DW_SLACK 16
+#define CF_DW_SLACK 32
 
 /* NCHW problems with narrow rows run the channels-last kernel between two transposes:
  * X (NCHW) -> [n][pixel][M] (output channel m reading input channel m / mult), and the

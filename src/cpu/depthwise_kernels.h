@@ -295,7 +295,8 @@ static void dw_phase_row(float *dst, const float *src, int64_t pw, int64_t lo, i
 }
 
 /* nv vectors of sums at flat position q0 of a block, tap t reading in + off[t]: for 3x3
- * kernels (K9) the nine weights stay in registers across the block. */
+ * kernels with dilation 1 along W (K9) the nine weights stay in registers across the
+ * block. */
 DW_INLINE void dw_flat_vectors(const cf_dw_job *j, const float *in, float *out,
                                const float *w, const int64_t *off, const cf_vf *w9,
                                int64_t q0, const int nv, const bool K9)
@@ -305,12 +306,20 @@ DW_INLINE void dw_flat_vectors(const cf_dw_job *j, const float *in, float *out,
     for (int r = 0; r < nv; r++)
         acc[r] = cf_vzero();
     if (K9) {
-#pragma GCC unroll 9
-        for (int t = 0; t < 9; t++) {
-            const float *src = in + off[t] + q0;
+        /* Taps kw = 1, 2 of a row are its kw = 0 vector shifted by one and two lanes:
+         * one load per vector and row instead of three, mostly not splitting a line. */
+#pragma GCC unroll 3
+        for (int kh = 0; kh < 3; kh++) {
+            const float *src = in + off[3 * kh] + q0;
+            cf_vf a = cf_vload(src);
 #pragma GCC unroll 8
-            for (int r = 0; r < nv; r++)
-                acc[r] = cf_vfma(cf_vload(src + r * CF_VL), w9[t], acc[r]);
+            for (int r = 0; r < nv; r++) {
+                cf_vf b = cf_vload(src + (r + 1) * CF_VL);
+                acc[r] = cf_vfma(a, w9[3 * kh], acc[r]);
+                acc[r] = cf_vfma(cf_vshift(a, b, 1), w9[3 * kh + 1], acc[r]);
+                acc[r] = cf_vfma(cf_vshift(a, b, 2), w9[3 * kh + 2], acc[r]);
+                a = b;
+            }
         }
     } else {
         for (int64_t t = 0; t < j->ntaps; t++) {
@@ -370,10 +379,12 @@ static void dw_nchw_block(const cf_dw_job *j, size_t unit)
             dw_phase_row(in + rh * j->pstride + i * pw,
                          inside ? xplane + ih * s->in[2] + lo : NULL, pw, lo, hi);
         }
-    cf_vstore(in + sh * j->pstride, cf_vzero()); /* read only by dropped lanes */
+    /* Read only by dropped lanes (K9 reads one vector past the last one it sums). */
+    cf_vstore(in + sh * j->pstride, cf_vzero());
+    cf_vstore(in + sh * j->pstride + CF_VL, cf_vzero());
     const float *w = j->w + m * j->ntaps;
     int64_t flat = (rows - 1) * pw + ow_n;
-    if (s->k[1] == 3 && s->k[2] == 3) {
+    if (s->k[1] == 3 && s->k[2] == 3 && s->dil[2] == 1) {
         cf_vf w9[9];
         for (int t = 0; t < 9; t++)
             w9[t] = cf_vbcast(w[t]);

@@ -26,6 +26,8 @@
  *   cf_vgather(base, off, idx, mask)  lane l = base[off + idx[l]] where bit l of mask
  *                                    is set, else 0 (masked lanes are never read)
  *   cf_vscatter(base, idx, v, mask)  base[idx[l]] = lane l where bit l is set
+ *   cf_vshift(a, b, k)  lanes k .. k + CF_VL - 1 of a followed by b (lane l = a[l + k]
+ *                    while l + k < CF_VL, else b[l + k - CF_VL]); k a constant, 0 < k < 4
  *
  * cf_vmax(a, b) and cf_vmin(a, b) follow the x86 rule "a > b ? a : b" (resp. <), which
  * is what the scalar epilogue computes, so vector and scalar activations agree bit for
@@ -116,6 +118,8 @@ static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigne
 {
     _mm512_mask_i32scatter_ps(base, (__mmask16)mask, _mm512_loadu_si512(idx), v, 4);
 }
+#define cf_vshift(a, b, k)                                                                 \
+    _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), (k)))
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ), b, a);
@@ -188,6 +192,11 @@ static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigne
         if (mask >> l & 1u)
             base[idx[l]] = t[l];
 }
+/* Both 128-bit halves shift in the half that follows them, hence k < 4. */
+#define cf_vshift(a, b, k)                                                                 \
+    _mm256_castsi256_ps(_mm256_alignr_epi8(                                                \
+        _mm256_castps_si256(_mm256_permute2f128_ps((a), (b), 0x21)), _mm256_castps_si256(a), \
+        4 * (k)))
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
     return _mm256_blendv_ps(b, a, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ));
@@ -258,6 +267,13 @@ static inline cf_vf cf_vload_n(const float *p, int n)
     return v;
 }
 static inline void cf_vstore_n(float *p, cf_vf v, int n) { memcpy(p, &v, (size_t)n * sizeof(float)); }
+static inline cf_vf cf_vshift(cf_vf a, cf_vf b, int k)
+{
+    float t[2 * CF_VL];
+    memcpy(t, &a, sizeof a);
+    memcpy(t + CF_VL, &b, sizeof b);
+    return cf_vload(t + k);
+}
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
     return cf_vselect(v >= cf_vzero(), a, b);

@@ -12,20 +12,21 @@
 
 #include "cuda/algos.h"
 #include "cuda/kernels.h"
+#include "find/rank.h"
 #include "util/error.h"
 
-typedef struct cand {
-    const cf_algo *algo;
-    cf_candidate_stats s;
-    int index, cls;
-} cand;
+/* The candidates in list order: algo[i] runs the configuration named s[i].algo. */
+typedef struct cands {
+    int n;
+    const cf_algo *algo[CF_CUDA_MAX_VARIANTS + 1];
+    cf_candidate_stats s[CF_CUDA_MAX_VARIANTS + 1];
+} cands;
 
 /* Every candidate name for p on d, cuDNN configurations first. */
-static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem *p, cand **out,
-                                       int *count)
+static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem *p, cands **out)
 {
     char (*names)[64] = calloc(CF_CUDA_MAX_VARIANTS, sizeof *names);
-    cand *c = calloc(CF_CUDA_MAX_VARIANTS + 1, sizeof *c);
+    cands *c = calloc(1, sizeof *c);
     if (!names || !c) {
         free(names);
         free(c);
@@ -35,28 +36,26 @@ static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem
                 ? cf_algo_cuda_cudnn.variants(p, d, names, CF_CUDA_MAX_VARIANTS)
                 : 0;
     for (int i = 0; i < n; i++) {
-        c[i].algo = &cf_algo_cuda_cudnn;
-        memcpy(c[i].s.algo, names[i], sizeof c[i].s.algo);
+        c->algo[i] = &cf_algo_cuda_cudnn;
+        memcpy(c->s[i].algo, names[i], sizeof c->s[i].algo);
     }
-    c[n].algo = &cf_algo_cuda_direct;
-    snprintf(c[n].s.algo, sizeof c[n].s.algo, "%s", cf_algo_cuda_direct.name);
-    for (int i = 0; i <= n; i++)
-        c[i].index = i;
+    c->algo[n] = &cf_algo_cuda_direct;
+    snprintf(c->s[n].algo, sizeof c->s[n].algo, "%s", cf_algo_cuda_direct.name);
+    c->n = n + 1;
     free(names);
     *out = c;
-    *count = n + 1;
     return CONVFIND_OK;
 }
 
-static convfind_status to_decision(cand *c, int n, cf_decision *out)
+static convfind_status to_decision(const cands *c, cf_decision *out)
 {
+    const int n = c->n;
     if (n < 1 || n > CF_CUDA_MAX_VARIANTS + 1)
         return cf_fail(CONVFIND_ERR_BACKEND, "%d CUDA candidates", n);
     out->candidates = calloc((size_t)n, sizeof *out->candidates);
     if (!out->candidates)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d candidates", n);
-    for (int i = 0; i < n; i++)
-        out->candidates[i] = c[i].s;
+    memcpy(out->candidates, c->s, (size_t)n * sizeof *out->candidates);
     out->n_candidates = n;
     memcpy(out->algo, out->candidates[0].algo, sizeof out->algo);
     return CONVFIND_OK;
@@ -66,14 +65,13 @@ convfind_status cf_cuda_find_heuristic(const cf_cuda_device *d, const cf_problem
                                        cf_decision *out)
 {
     memset(out, 0, sizeof *out);
-    cand *c;
-    int n;
-    convfind_status st = list_candidates(d, p, &c, &n);
+    cands *c;
+    convfind_status st = list_candidates(d, p, &c);
     if (st != CONVFIND_OK)
         return st;
-    for (int i = 0; i < n; i++)
-        c[i].s.status = CF_CAND_OK;
-    st = to_decision(c, n, out);
+    for (int i = 0; i < c->n; i++)
+        c->s[i].status = CF_CAND_OK;
+    st = to_decision(c, out);
     free(c);
     return st;
 }
@@ -209,24 +207,6 @@ static convfind_status bench_init(bench *bn, const cf_cuda_device *d, const cf_p
     return st;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void summarize(cf_candidate_stats *c, double *t, int n)
-{
-    c->repeats = n;
-    if (n == 0)
-        return;
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    c->min_ms = t[0];
-    c->median_ms = n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
-    double p10 = t[(n - 1) / 10], p90 = t[(n - 1) - (n - 1) / 10];
-    c->spread = c->median_ms > 0 ? (p90 - p10) / c->median_ms : 0;
-}
-
 /* One sample: `batch` runs between two events; milliseconds per run. */
 static convfind_status sample(const bench *bn, const cf_algo *a, const void *state, int batch,
                               double *ms)
@@ -269,27 +249,22 @@ static void time_candidate(const bench *bn, const cf_algo *a, const void *state,
             break;
         }
         n++;
-        if (n >= CF_FIND_ABANDON_AFTER && best_ms > 0) {
-            double fastest = t[0];
-            for (int i = 1; i < n; i++)
-                fastest = t[i] < fastest ? t[i] : fastest;
-            if (fastest > CF_FIND_ABANDON_RATIO * best_ms) {
-                c->status = CF_CAND_ABANDONED;
-                break;
-            }
+        if (cf_find_abandon(t, n, best_ms)) {
+            c->status = CF_CAND_ABANDONED;
+            break;
         }
         if (n >= CF_FIND_MIN_REPEATS && now_s() - start >= share_s)
             break;
     }
-    summarize(c, t, n);
+    cf_find_summarize(c, t, n);
 }
 
-static void measure_one(const bench *bn, cand *cd, double best_ms, double share_s)
+static void measure_one(const bench *bn, const cf_algo *a, cf_candidate_stats *c, double best_ms,
+                        double share_s)
 {
-    cf_candidate_stats *c = &cd->s;
     void *state = NULL;
-    if (cf_algo_prepare(cd->algo, bn->p, c->algo, &state) != CONVFIND_OK ||
-        cf_cuda_algo_workspace(bn->d, bn->p, cd->algo, c->algo, &c->workspace_bytes) !=
+    if (cf_algo_prepare(a, bn->p, c->algo, &state) != CONVFIND_OK ||
+        cf_cuda_algo_workspace(bn->d, bn->p, a, c->algo, &c->workspace_bytes) !=
             CONVFIND_OK) {
         c->status = CF_CAND_FAILED;
         goto done;
@@ -299,95 +274,42 @@ static void measure_one(const bench *bn, cand *cd, double best_ms, double share_
         goto done;
     }
     cudaMemsetAsync(bn->y, 0xff, bn->p->y_elems * cf_dtype_size(bn->p->dtype), bn->stream);
-    if (run(bn, cd->algo, state) != CONVFIND_OK ||
+    if (run(bn, a, state) != CONVFIND_OK ||
         (bn->cfg->validate &&
          (fetch_y(bn, bn->got) != CONVFIND_OK || !matches(bn)))) {
         c->status = CF_CAND_FAILED;
         goto done;
     }
     c->validated = bn->cfg->validate;
-    if (run(bn, cd->algo, state) != CONVFIND_OK) {
+    if (run(bn, a, state) != CONVFIND_OK) {
         c->status = CF_CAND_FAILED;
         goto done;
     }
-    time_candidate(bn, cd->algo, state, c, best_ms, share_s);
+    time_candidate(bn, a, state, c, best_ms, share_s);
 done:
-    if (cd->algo->release)
-        cd->algo->release(state);
+    if (a->release)
+        a->release(state);
     cudaStreamSynchronize(bn->stream);
     cudaGetLastError(); /* a refused launch must not be reported by the next candidate */
     cf_clear_error();
-}
-
-/* Whether RETUNE times `name`: one of the stored decision's top OK candidates. */
-static bool retuned(const cf_decision *stored, const char *name)
-{
-    for (int i = 0, ok = 0; i < stored->n_candidates && ok < CF_FIND_RETUNE_TOP; i++) {
-        if (stored->candidates[i].status != CF_CAND_OK)
-            continue;
-        if (strcmp(stored->candidates[i].algo, name) == 0)
-            return true;
-        ok++;
-    }
-    return false;
-}
-
-static int cmp_ranked(const void *pa, const void *pb)
-{
-    const cand *a = pa, *b = pb;
-    if (a->cls != b->cls)
-        return a->cls - b->cls;
-    if (a->s.median_ms != b->s.median_ms)
-        return a->s.median_ms < b->s.median_ms ? -1 : 1;
-    if (a->s.workspace_bytes != b->s.workspace_bytes)
-        return a->s.workspace_bytes < b->s.workspace_bytes ? -1 : 1;
-    return a->index - b->index;
-}
-
-/* The incumbent unless beaten by more than the margin; else, within the margin of the
- * fastest, the smallest workspace, then the earliest in list order. */
-static int choose(const cand *c, int n, int incumbent)
-{
-    int best = -1;
-    for (int i = 0; i < n; i++)
-        if (c[i].s.status == CF_CAND_OK && (best < 0 || c[i].s.median_ms < c[best].s.median_ms))
-            best = i;
-    if (best < 0) {
-        for (int i = 0; i < n; i++)
-            if (c[i].s.status == CF_CAND_ABANDONED)
-                return i;
-        return -1;
-    }
-    if (c[incumbent].s.status == CF_CAND_OK &&
-        !(c[best].s.median_ms < c[incumbent].s.median_ms * (1.0 - CF_FIND_MARGIN)))
-        return incumbent;
-    int pick = best;
-    for (int i = 0; i < n; i++) {
-        if (c[i].s.status != CF_CAND_OK ||
-            c[i].s.median_ms > c[best].s.median_ms * (1.0 + CF_FIND_MARGIN))
-            continue;
-        if (c[i].s.workspace_bytes < c[pick].s.workspace_bytes ||
-            (c[i].s.workspace_bytes == c[pick].s.workspace_bytes && c[i].index < c[pick].index))
-            pick = i;
-    }
-    return pick;
 }
 
 convfind_status cf_cuda_find_measure(const cf_cuda_device *d, const cf_problem *p,
                                      const cf_find_config *cfg, cf_decision *out)
 {
     memset(out, 0, sizeof *out);
-    cand *c;
-    int n;
-    convfind_status st = list_candidates(d, p, &c, &n);
+    cands *c;
+    convfind_status st = list_candidates(d, p, &c);
     if (st != CONVFIND_OK)
         return st;
+    const int n = c->n;
+    cf_candidate_stats *s = c->s;
     int prev = cf_cuda_enter(d);
     bench bn;
     st = bench_init(&bn, d, p, cfg);
     int incumbent = 0;
     for (int i = 0; cfg->incumbent && i < n; i++)
-        if (strcmp(c[i].s.algo, cfg->incumbent) == 0)
+        if (strcmp(s[i].algo, cfg->incumbent) == 0)
             incumbent = i;
     const double start = now_s(), share = cfg->budget_s / n;
     double best_ms = 0;
@@ -396,30 +318,25 @@ convfind_status cf_cuda_find_measure(const cf_cuda_device *d, const cf_problem *
         if (k >= 0 && i == incumbent)
             continue;
         if (k >= 0 && (now_s() - start > cfg->budget_s ||
-                       (cfg->retune && !retuned(cfg->retune, c[i].s.algo)))) {
-            c[i].s.status = CF_CAND_ABANDONED;
+                       (cfg->retune && !cf_find_retuned(cfg->retune, s[i].algo)))) {
+            s[i].status = CF_CAND_ABANDONED;
             continue;
         }
-        measure_one(&bn, &c[i], best_ms, share);
+        measure_one(&bn, c->algo[i], &s[i], best_ms, share);
         if (cancelled(cfg))
             st = cf_fail(CONVFIND_ERR_BACKEND, "find cancelled");
-        if (c[i].s.status == CF_CAND_OK && (best_ms == 0 || c[i].s.median_ms < best_ms))
-            best_ms = c[i].s.median_ms;
+        if (s[i].status == CF_CAND_OK && (best_ms == 0 || s[i].median_ms < best_ms))
+            best_ms = s[i].median_ms;
     }
     bench_free(&bn);
     cf_cuda_leave(prev);
-    static const int status_class[] = {
-        [CF_CAND_OK] = 1, [CF_CAND_ABANDONED] = 2, [CF_CAND_FAILED] = 3,
-        [CF_CAND_NOT_APPLICABLE] = 4,
-    };
-    int pick = st == CONVFIND_OK ? choose(c, n, incumbent) : -1;
+    /* Nothing timed to the end: the first ABANDONED in list order, no preferred one. */
+    int pick = st == CONVFIND_OK ? cf_find_choose(s, n, incumbent, NULL) : -1;
     if (st == CONVFIND_OK && pick < 0)
         st = cf_fail(CONVFIND_ERR_BACKEND, "every CUDA candidate failed on this problem");
     if (st == CONVFIND_OK) {
-        for (int i = 0; i < n; i++)
-            c[i].cls = i == pick ? 0 : status_class[c[i].s.status];
-        qsort(c, (size_t)n, sizeof *c, cmp_ranked);
-        st = to_decision(c, n, out);
+        cf_find_rank(s, n, pick);
+        st = to_decision(c, out);
     }
     free(c);
     return st;

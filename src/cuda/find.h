@@ -17,8 +17,9 @@
  *      overhead: at least CF_FIND_MIN_REPEATS samples, up to CF_FIND_MAX_REPEATS or the
  *      candidate's share of the budget; abandoned after CF_FIND_ABANDON_AFTER samples
  *      when its fastest is CF_FIND_ABANDON_RATIO x slower than the best median.
- *   4. Choice and ranked list as in src/find/find.h (margin CF_FIND_MARGIN, then the
- *      smaller workspace, then list order).
+ *   4. Statistics, abandon, RETUNE, choice and ranked list by src/find/rank.h, the CPU
+ *      Find's own functions (margin CF_FIND_MARGIN, then the smaller workspace, then list
+ *      order); with nothing timed to the end, the first ABANDONED candidate.
  */
 #ifndef CONVFIND_CUDA_FIND_H
 #define CONVFIND_CUDA_FIND_H

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "find/algos.h"
+#include "find/rank.h"
 #include "util/error.h"
 
 extern const cf_algo cf_algo_cpu_reference;
@@ -132,11 +133,12 @@ static void bench_free(bench *bn)
     free(bn->ref);
 }
 
-static convfind_status run_once(const bench *bn, const cf_algo *a, const void *state, void *ws,
-                                size_t ws_size, float *y)
+static convfind_status run_once(const bench *bn, const cf_algo *a, const void *state,
+                                const void *packed, void *ws, size_t ws_size, float *y)
 {
     cf_exec_args args = {
-        .x = bn->x, .w = bn->w, .y = y, .workspace = ws, .workspace_size = ws_size,
+        .x = bn->x, .w = bn->w, .packed_w = packed, .y = y, .workspace = ws,
+        .workspace_size = ws_size,
         .b = bn->p->has_bias ? bn->b : NULL, .z = bn->p->has_residual ? bn->z : NULL,
         .pool = bn->cfg->pool,
     };
@@ -145,7 +147,7 @@ static convfind_status run_once(const bench *bn, const cf_algo *a, const void *s
 
 static convfind_status bench_reference(bench *bn)
 {
-    convfind_status st = run_once(bn, &cf_algo_cpu_reference, NULL, NULL, 0, bn->ref);
+    convfind_status st = run_once(bn, &cf_algo_cpu_reference, NULL, NULL, NULL, 0, bn->ref);
     if (st != CONVFIND_OK)
         return st;
     for (size_t i = 0; i < bn->p->y_elems; i++)
@@ -166,22 +168,15 @@ static bool matches_reference(const bench *bn, const cf_algo *a)
     return true;
 }
 
-static int cmp_double(const void *a, const void *b)
+/* One run into a NaN-filled Y (so an unwritten output fails); true when it succeeded
+ * and, when validating, matched the reference. */
+static bool validated_run(const bench *bn, const cf_algo *a, const void *state,
+                          const void *packed, void *ws, size_t ws_size)
 {
-    double x = *(const double *)a, y = *(const double *)b;
-    return x < y ? -1 : x > y;
-}
-
-static void summarize(cf_candidate_stats *c, double *t, int n)
-{
-    c->repeats = n;
-    if (n == 0)
-        return;
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    c->min_ms = t[0] * 1e3;
-    c->median_ms = (n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2])) * 1e3;
-    double p10 = t[(n - 1) / 10], p90 = t[(n - 1) - (n - 1) / 10];
-    c->spread = c->median_ms > 0 ? (p90 - p10) * 1e3 / c->median_ms : 0;
+    for (size_t i = 0; i < bn->p->y_elems; i++)
+        bn->y[i] = NAN;
+    return run_once(bn, a, state, packed, ws, ws_size, bn->y) == CONVFIND_OK &&
+           (!bn->cfg->validate || matches_reference(bn, a));
 }
 
 static bool cancelled(const cf_find_config *cfg)
@@ -194,7 +189,7 @@ static bool cancelled(const cf_find_config *cfg)
 static convfind_status measure(const bench *bn, const cf_algo *a, cf_candidate_stats *c,
                                double best_ms, double share_s)
 {
-    void *state = NULL, *ws = NULL;
+    void *state = NULL, *ws = NULL, *packed = NULL;
     if (a->prepare && a->prepare(bn->p, &state) != CONVFIND_OK) {
         c->status = CF_CAND_FAILED;
         return CONVFIND_OK;
@@ -206,20 +201,28 @@ static convfind_status measure(const bench *bn, const cf_algo *a, cf_candidate_s
         c->status = CF_CAND_ABANDONED;
         goto done;
     }
-    for (size_t i = 0; i < bn->p->y_elems; i++)
-        bn->y[i] = NAN;
-    if (run_once(bn, a, state, ws, c->workspace_bytes, bn->y) != CONVFIND_OK ||
-        (bn->cfg->validate && !matches_reference(bn, a))) {
+    /* Timed as a plan runs with weights packed once (convfind_packed_weights_create),
+     * the steady state of inference: charged with packing on every run, direct and
+     * Winograd kernels lost ResNet-50's res5 3x3 to im2col (1.45 ms) although they take
+     * 0.9 and 0.7 ms with packed weights. */
+    if (a->pack_weights && a->pack_weights(bn->p, state, bn->w, &packed) != CONVFIND_OK) {
+        c->status = CF_CAND_ABANDONED; /* an allocation, like the workspace: no verdict */
+        goto done;
+    }
+    /* Both paths an execution may take are checked: without packed weights (plans whose
+     * caller packs nothing, fallbacks) and with them (the one timed). */
+    if (!validated_run(bn, a, state, NULL, ws, c->workspace_bytes) ||
+        (packed && !validated_run(bn, a, state, packed, ws, c->workspace_bytes))) {
         c->status = CF_CAND_FAILED;
         goto done;
     }
     c->validated = bn->cfg->validate;
-    for (int i = 1; i < CF_FIND_WARMUPS; i++)
-        if (run_once(bn, a, state, ws, c->workspace_bytes, bn->y) != CONVFIND_OK) {
+    for (int i = packed ? 2 : 1; i < CF_FIND_WARMUPS; i++)
+        if (run_once(bn, a, state, packed, ws, c->workspace_bytes, bn->y) != CONVFIND_OK) {
             c->status = CF_CAND_FAILED;
             goto done;
         }
-    double t[CF_FIND_MAX_REPEATS];
+    double t[CF_FIND_MAX_REPEATS]; /* milliseconds */
     int n = 0;
     double start = now_s();
     c->status = CF_CAND_OK;
@@ -229,116 +232,42 @@ static convfind_status measure(const bench *bn, const cf_algo *a, cf_candidate_s
             break;
         }
         double t0 = now_s();
-        convfind_status st = run_once(bn, a, state, ws, c->workspace_bytes, bn->y);
-        t[n++] = now_s() - t0;
+        convfind_status st = run_once(bn, a, state, packed, ws, c->workspace_bytes, bn->y);
+        t[n++] = (now_s() - t0) * 1e3;
         if (st != CONVFIND_OK) {
             c->status = CF_CAND_FAILED;
             break;
         }
-        if (n >= CF_FIND_ABANDON_AFTER && best_ms > 0) {
-            double fastest = t[0];
-            for (int i = 1; i < n; i++)
-                fastest = t[i] < fastest ? t[i] : fastest;
-            if (fastest * 1e3 > CF_FIND_ABANDON_RATIO * best_ms) {
-                c->status = CF_CAND_ABANDONED;
-                break;
-            }
+        if (cf_find_abandon(t, n, best_ms)) {
+            c->status = CF_CAND_ABANDONED;
+            break;
         }
         if (n >= CF_FIND_MIN_REPEATS && now_s() - start >= share_s)
             break;
     }
-    summarize(c, t, n);
+    cf_find_summarize(c, t, n);
 done:
+    if (packed && a->free_packed)
+        a->free_packed(packed);
     free(ws);
     if (a->release)
         a->release(state);
     return cancelled(bn->cfg) ? cf_fail(CONVFIND_ERR_BACKEND, "find cancelled") : CONVFIND_OK;
 }
 
-/* Sort key of the ranked list: class, then median, workspace, list position. */
-typedef struct ranked {
-    cf_candidate_stats s;
-    int cls;
-    int index;
-} ranked;
-
-static int cmp_ranked(const void *pa, const void *pb)
-{
-    const ranked *a = pa, *b = pb;
-    if (a->cls != b->cls)
-        return a->cls - b->cls;
-    if (a->s.median_ms != b->s.median_ms)
-        return a->s.median_ms < b->s.median_ms ? -1 : 1;
-    if (a->s.workspace_bytes != b->s.workspace_bytes)
-        return a->s.workspace_bytes < b->s.workspace_bytes ? -1 : 1;
-    return a->index - b->index;
-}
-
-/* Applies the margin and tie rules; returns the index (into r) of the choice. */
-static int choose(const ranked *r, int n, int incumbent)
-{
-    int best = -1;
-    for (int i = 0; i < n; i++)
-        if (r[i].s.status == CF_CAND_OK &&
-            (best < 0 || r[i].s.median_ms < r[best].s.median_ms))
-            best = i;
-    if (best < 0) { /* nothing timed to the end: the reference if it did not fail, else
-                       the first runnable in list order */
-        int first = -1;
-        for (int i = 0; i < n; i++) {
-            if (r[i].s.status != CF_CAND_ABANDONED)
-                continue;
-            if (strcmp(r[i].s.algo, cf_algo_cpu_reference.name) == 0)
-                return i;
-            first = first < 0 ? i : first;
-        }
-        return first;
-    }
-    if (incumbent >= 0 && r[incumbent].s.status == CF_CAND_OK &&
-        !(r[best].s.median_ms < r[incumbent].s.median_ms * (1.0 - CF_FIND_MARGIN)))
-        return incumbent;
-    int pick = best;
-    for (int i = 0; i < n; i++) {
-        if (r[i].s.status != CF_CAND_OK ||
-            r[i].s.median_ms > r[best].s.median_ms * (1.0 + CF_FIND_MARGIN))
-            continue;
-        if (r[i].s.workspace_bytes < r[pick].s.workspace_bytes ||
-            (r[i].s.workspace_bytes == r[pick].s.workspace_bytes && r[i].index < r[pick].index))
-            pick = i;
-    }
-    return pick;
-}
-
-static const int status_class[] = {
-    [CF_CAND_OK] = 1, [CF_CAND_ABANDONED] = 2, [CF_CAND_FAILED] = 3, [CF_CAND_NOT_APPLICABLE] = 4,
-};
-
-/* Whether RETUNE re-times `name`: one of the stored decision's top OK candidates. */
-static bool retuned(const cf_decision *stored, const char *name)
-{
-    for (int i = 0, ok = 0; i < stored->n_candidates && ok < CF_FIND_RETUNE_TOP; i++) {
-        if (stored->candidates[i].status != CF_CAND_OK)
-            continue;
-        if (strcmp(stored->candidates[i].algo, name) == 0)
-            return true;
-        ok++;
-    }
-    return false;
-}
-
-static convfind_status measure_all(bench *bn, const cf_algo *const *all, ranked *r, int n,
-                                   int *incumbent)
+/* Measures every usable candidate into r (list order); *incumbent: the one timed first. */
+static convfind_status measure_all(bench *bn, const cf_algo *const *all, cf_candidate_stats *r,
+                                   int n, int *incumbent)
 {
     const cf_find_config *cfg = bn->cfg;
     int usable = 0, heuristic = -1;
     for (int i = 0; i < n; i++) {
-        r[i].index = i;
-        set_name(&r[i].s, all[i]->name);
-        if (cf_algo_usable(all[i], bn->p, cfg->workspace_limit, &r[i].s.workspace_bytes)) {
+        set_name(&r[i], all[i]->name);
+        if (cf_algo_usable(all[i], bn->p, cfg->workspace_limit, &r[i].workspace_bytes)) {
             usable++;
             heuristic = heuristic < 0 ? i : heuristic;
         } else {
-            r[i].s.status = CF_CAND_NOT_APPLICABLE;
+            r[i].status = CF_CAND_NOT_APPLICABLE;
         }
     }
     if (heuristic < 0)
@@ -347,7 +276,7 @@ static convfind_status measure_all(bench *bn, const cf_algo *const *all, ranked 
                        (int)bn->p->dtype, cfg->workspace_limit);
     *incumbent = heuristic;
     for (int i = 0; cfg->incumbent && i < n; i++)
-        if (strcmp(all[i]->name, cfg->incumbent) == 0 && r[i].s.status != CF_CAND_NOT_APPLICABLE)
+        if (strcmp(all[i]->name, cfg->incumbent) == 0 && r[i].status != CF_CAND_NOT_APPLICABLE)
             *incumbent = i;
     convfind_status st = cfg->validate ? bench_reference(bn) : CONVFIND_OK;
     if (st != CONVFIND_OK)
@@ -356,17 +285,17 @@ static convfind_status measure_all(bench *bn, const cf_algo *const *all, ranked 
     double best_ms = 0;
     for (int k = -1; k < n; k++) { /* k == -1: the incumbent, timed first and always */
         int i = k < 0 ? *incumbent : k;
-        if ((k >= 0 && i == *incumbent) || r[i].s.status == CF_CAND_NOT_APPLICABLE)
+        if ((k >= 0 && i == *incumbent) || r[i].status == CF_CAND_NOT_APPLICABLE)
             continue;
         if (k >= 0 && (now_s() - start > cfg->budget_s ||
-                       (cfg->retune && !retuned(cfg->retune, all[i]->name)))) {
-            r[i].s.status = CF_CAND_ABANDONED; /* over budget or not re-timed: never started */
+                       (cfg->retune && !cf_find_retuned(cfg->retune, all[i]->name)))) {
+            r[i].status = CF_CAND_ABANDONED; /* over budget or not re-timed: never started */
             continue;
         }
-        if ((st = measure(bn, all[i], &r[i].s, best_ms, share)) != CONVFIND_OK)
+        if ((st = measure(bn, all[i], &r[i], best_ms, share)) != CONVFIND_OK)
             return st;
-        if (r[i].s.status == CF_CAND_OK && (best_ms == 0 || r[i].s.median_ms < best_ms))
-            best_ms = r[i].s.median_ms;
+        if (r[i].status == CF_CAND_OK && (best_ms == 0 || r[i].median_ms < best_ms))
+            best_ms = r[i].median_ms;
     }
     return CONVFIND_OK;
 }
@@ -376,7 +305,7 @@ convfind_status cf_find_measure(const cf_problem *p, const cf_find_config *cfg, 
     memset(out, 0, sizeof *out);
     int n;
     const cf_algo *const *all = cf_algos(&n);
-    ranked *r = calloc((size_t)(n ? n : 1), sizeof *r);
+    cf_candidate_stats *r = calloc((size_t)(n ? n : 1), sizeof *r);
     bench bn;
     convfind_status st = bench_init(&bn, p, cfg);
     int incumbent = -1;
@@ -385,24 +314,18 @@ convfind_status cf_find_measure(const cf_problem *p, const cf_find_config *cfg, 
     if (st == CONVFIND_OK)
         st = measure_all(&bn, all, r, n, &incumbent);
     bench_free(&bn);
-    int pick = st == CONVFIND_OK ? choose(r, n, incumbent) : -1;
+    /* Nothing timed to the end: the reference is the safest of the ABANDONED. */
+    int pick = st == CONVFIND_OK ? cf_find_choose(r, n, incumbent, cf_algo_cpu_reference.name)
+                                 : -1;
     if (st == CONVFIND_OK && pick < 0)
         st = cf_fail(CONVFIND_ERR_BACKEND, "every candidate failed on this problem");
-    cf_candidate_stats *c = st == CONVFIND_OK ? calloc((size_t)n, sizeof *c) : NULL;
-    if (st == CONVFIND_OK && !c)
-        st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d candidates", n);
     if (st != CONVFIND_OK) {
         free(r);
         return st;
     }
-    for (int i = 0; i < n; i++)
-        r[i].cls = i == pick ? 0 : status_class[r[i].s.status];
-    qsort(r, (size_t)n, sizeof *r, cmp_ranked);
-    for (int i = 0; i < n; i++)
-        c[i] = r[i].s;
-    memcpy(out->algo, c[0].algo, sizeof out->algo);
+    cf_find_rank(r, n, pick);
+    memcpy(out->algo, r[0].algo, sizeof out->algo);
     out->n_candidates = n;
-    out->candidates = c;
-    free(r);
+    out->candidates = r;
     return CONVFIND_OK;
 }

@@ -7,11 +7,14 @@
  *      when validating, the reference computes the expected Y once.
  *   2. The heuristic choice (first usable candidate in list order) is measured first,
  *      whatever the budget; then every other usable candidate in list order.
- *   3. Per candidate: prepare, workspace (a failed allocation abandons the candidate
- *      without a verdict), one run into a NaN-filled Y that is validated against the
- *      reference within the family's bound (a wrong or erroring candidate is FAILED,
- *      never chosen), one more warm-up run, then timed runs: at least CF_FIND_MIN_REPEATS,
- *      then until CF_FIND_MAX_REPEATS or the candidate's share of the budget is spent.
+ *   3. Per candidate: prepare, workspace and packed weights (pack_weights, made once as
+ *      convfind_packed_weights_create does; a failed allocation of either abandons the
+ *      candidate without a verdict), one run into a NaN-filled Y that is validated
+ *      against the reference within the family's bound, and for a packing algorithm one
+ *      more with the packed weights, validated too (a wrong or erroring candidate is
+ *      FAILED, never chosen); warm-up runs up to CF_FIND_WARMUPS in all, then timed runs
+ *      with the packed weights: at least CF_FIND_MIN_REPEATS, then until
+ *      CF_FIND_MAX_REPEATS or the candidate's share of the budget is spent.
  *      Once CF_FIND_ABANDON_AFTER runs are in, a candidate whose fastest run is slower
  *      than CF_FIND_ABANDON_RATIO x the best median so far is ABANDONED.
  *   4. Choice: the incumbent (given, else the heuristic choice) stays unless the fastest

@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "cpu/isa.h"
+#include "problem/shape.h"
 #include "util/error.h"
 
 int cf_workspace_class(size_t limit)
@@ -351,12 +352,6 @@ static convfind_status parse_spatial(cursor *c, cf_problem *p, int64_t *kdims)
     return CONVFIND_OK;
 }
 
-static int64_t floor_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return (a % b != 0 && (a < 0) != (b < 0)) ? q - 1 : q;
-}
-
 /* Values in a range that keeps every formula below far from int64 overflow. */
 #define KEY_DIM_MAX ((int64_t)1 << 31)
 
@@ -385,7 +380,8 @@ static convfind_status check_shapes(cf_problem *p)
                                "key text: pad %" PRId64 " on axis %d out of range", pads[i], a);
         int64_t span = p->dil[a] * (p->k[a] - 1) + 1, want;
         if (p->op == CONVFIND_OP_CONV)
-            want = floor_div(p->in[a] + p->pad_begin[a] + p->pad_end[a] - span, p->stride[a]) + 1;
+            want = cf_floor_div(p->in[a] + p->pad_begin[a] + p->pad_end[a] - span,
+                                p->stride[a]) + 1;
         else
             want = p->stride[a] * (p->in[a] - 1) + p->out_pad[a] + span - p->pad_begin[a] -
                    p->pad_end[a];

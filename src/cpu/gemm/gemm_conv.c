@@ -166,9 +166,11 @@ typedef struct ws_layout {
     size_t weights; /* byte offsets */
     size_t panels;  /* Conv: one tile of patch panels; ConvTranspose: packed X */
     size_t cols;    /* ConvTranspose: the cols matrix */
+    size_t xsplit;  /* Conv with split_x: one image and group of X in phase-split form */
     size_t bytes;
     size_t tile;    /* Conv: output pixels per tile, before rounding to the panel width */
     bool in_place;  /* Conv: the GEMM reads X itself as B or A (no patch panels) */
+    bool split;     /* Conv: patches read X's phase-split form (split_x) */
     bool overflow;
 } ws_layout;
 
@@ -182,6 +184,24 @@ static bool patches_are_x(const cf_problem *p)
         if (p->stride[a] != 1 || p->pad_begin[a] != 0 || p->pad_end[a] != 0)
             return false;
     return true;
+}
+
+/* Whether a Conv's patches read a phase-split copy of X (patches.h): NCHW with a stride
+ * along the rows and several taps along them, where each X element would otherwise be
+ * gathered once per tap (conv1 of ResNet-50: 7 taps at stride 2).  With one tap (a
+ * strided 1x1) the split would copy all of X to use a part of it once. */
+static bool split_x(const cf_problem *p)
+{
+    cf_geom3 g = cf_geom3_of(p);
+    return p->op == CONVFIND_OP_CONV && p->layout == CONVFIND_LAYOUT_NCHW && g.stride[2] > 1 &&
+           g.k[2] > 1;
+}
+
+/* Floats of one channel of X in phase-split form. */
+static size_t split_channel_floats(const cf_geom3 *g)
+{
+    size_t s = (size_t)g->stride[2], plen = ((size_t)g->in[2] + s - 1) / s;
+    return (size_t)g->in[0] * (size_t)g->in[1] * s * plen;
 }
 
 /* Pixels per patch tile: the tile's panels fill about two L2s, never below one panel
@@ -216,6 +236,12 @@ static ws_layout layout_of(const cf_problem *p, bool allow_in_place)
         /* + 32: rounding the tile up to any kernel's panel width (<= 32). */
         l.panels = cf_ws_take(&ws, cf_ws_mul(&ws, cg * (size_t)p->k_sp, l.tile + 32),
                               sizeof(float));
+        l.split = split_x(p);
+        if (l.split) {
+            cf_geom3 g = cf_geom3_of(p);
+            l.xsplit = cf_ws_take(&ws, cf_ws_mul(&ws, cg, split_channel_floats(&g)),
+                                  sizeof(float));
+        }
     } else {
         w_operand xo = {false, cg, (size_t)p->in_sp, 0, 0, 0};
         size_t xf = operand_floats_max(&xo, &l.overflow);
@@ -312,6 +338,20 @@ static void conv_chunk_task(void *arg, size_t index)
     conv_gemm(j, first, end - first, panels, NULL);
 }
 
+/* Splits the channels of one image and group of X into phase-split form. */
+typedef struct split_job {
+    const float *x;   /* channel 0; channel c at x + c * in_sp */
+    float *dst;       /* channel c at dst + c * chan_floats */
+    size_t in_sp, rows, in2, stride, chan_floats;
+} split_job;
+
+static void split_task(void *arg, size_t c)
+{
+    const split_job *s = arg;
+    cf_patch_split_x(s->x + c * s->in_sp, s->rows, s->in2, s->stride,
+                     s->dst + c * s->chan_floats);
+}
+
 bool cf_gemm_conv_applicable(const cf_problem *p)
 {
     return p->dtype == CONVFIND_DTYPE_F32 && p->op == CONVFIND_OP_CONV;
@@ -361,6 +401,16 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     job.xs[2] = px;
     job.xs[1] = px * job.g.in[2];
     job.xs[0] = px * job.g.in[2] * job.g.in[1];
+    split_job sj = {.in_sp = in_sp, .rows = (size_t)(job.g.in[0] * job.g.in[1]),
+                    .in2 = (size_t)job.g.in[2], .stride = (size_t)job.g.stride[2],
+                    .chan_floats = split_channel_floats(&job.g)};
+    if (l.split) {
+        sj.dst = (float *)(ws + l.xsplit);
+        job.phase_len = (int64_t)((sj.in2 + sj.stride - 1) / sj.stride);
+        job.xc = (int64_t)sj.chan_floats;
+        job.xs[1] = job.phase_len * job.g.stride[2];
+        job.xs[0] = job.xs[1] * job.g.in[1];
+    }
 
     /* Y strides from pixel to pixel and channel to channel; C's rows are pixels or
      * channels (pixels_as_rows). */
@@ -374,6 +424,11 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     for (int64_t n = 0; n < p->n; n++) {
         for (int64_t g = 0; g < p->group; g++) {
             job.xg = x + (size_t)n * C * in_sp + (size_t)g * cg * (size_t)job.xc;
+            if (l.split) {
+                sj.x = x + (size_t)n * C * in_sp + (size_t)g * cg * in_sp;
+                cf_parallel_for(a->pool, cg, split_task, &sj);
+                job.xg = sj.dst;
+            }
             cj.wg = weights_of_group(&wsrc, g);
             for (size_t t0 = 0; t0 < out_sp; t0 += tile) {
                 size_t np = out_sp - t0 < tile ? out_sp - t0 : tile;
@@ -391,10 +446,19 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                 cj.x_rows = l.in_place ? job.xg + t0 * (nhwc ? C : 1) : NULL;
                 if (cj.panels >= threads) {
                     /* One parallel pass: each chunk packs its own panels and multiplies
-                     * them, so there is a single wake-up of the pool per tile. */
-                    cj.chunks = cj.panels < 4 * threads ? cj.panels : 4 * threads;
-                    if (threads == 1)
-                        cj.chunks = 1;
+                     * them, so there is a single wake-up of the pool per tile.  4 chunks
+                     * per thread balance the threads; packed chunks are also kept to a
+                     * quarter of L2, so the product reads panels its packing has just
+                     * left there (a whole tile is about two L2s: conv1 lost 10%). */
+                    size_t chunks = threads == 1 ? 1 : 4 * threads;
+                    if (!l.in_place) {
+                        size_t per_chunk = cf_cpu_caches()->l2 / 4 /
+                                           (kdim * width * sizeof(float));
+                        per_chunk = per_chunk < 1 ? 1 : per_chunk;
+                        size_t need = (cj.panels + per_chunk - 1) / per_chunk;
+                        chunks = need > chunks ? need : chunks;
+                    }
+                    cj.chunks = cj.panels < chunks ? cj.panels : chunks;
                     cf_parallel_for(a->pool, cj.chunks, conv_chunk_task, &cj);
                 } else {
                     /* Too few panels to share out: pack them, then split the product

@@ -4,13 +4,17 @@
  * Per kernel tap and per run of a panel's pixels on one output row, the output columns
  * that read inside X form one interval, computed rather than tested per element: zeros
  * before and after it, a strided copy inside it (a memcpy at stride 1 in NCHW, a walk
- * along the channels in NHWC).
+ * along the channels in NHWC).  A strided NCHW convolution with several taps along the
+ * row can first split each X row into its stride phases (cf_patch_split_x, one pass over
+ * X); every tap's gather is then a memcpy from one phase, instead of the per-element
+ * gather of each X element once per tap.
  */
 #include "cpu/gemm/patches.h"
 
 #include <string.h>
 
 #include "cpu/gemm/sgemm.h"
+#include "problem/shape.h"
 
 /* A run of a panel's pixels that lie on one output row: panel columns [r0, r0 + len)
  * are output positions (o0, o1, o2 .. o2 + len - 1). */
@@ -19,8 +23,19 @@ typedef struct row_seg {
     int64_t o0, o1, o2;
 } row_seg;
 
-/* floor(a / b) for b > 0 and any sign of a. */
-static int64_t floor_div(int64_t a, int64_t b) { return a >= 0 ? a / b : -((-a + b - 1) / b); }
+void cf_patch_split_x(const float *x, size_t rows, size_t in2, size_t stride, float *dst)
+{
+    const size_t plen = (in2 + stride - 1) / stride;
+    for (size_t r = 0; r < rows; r++) {
+        const float *src = x + r * in2;
+        float *d = dst + r * stride * plen;
+        for (size_t ph = 0; ph < stride && ph < in2; ph++) {
+            size_t count = (in2 - ph + stride - 1) / stride;
+            for (size_t u = 0; u < count; u++)
+                d[ph * plen + u] = src[u * stride + ph];
+        }
+    }
+}
 
 /* Writes panel `panel` of the tile: rows kk = c * ksp + tap, `width` pixels each.
  * Per tap and row segment, the output columns that read inside X form one interval
@@ -59,8 +74,8 @@ void cf_patch_panel(void *arg, size_t panel)
             int64_t i0 = sg->o0 * g->stride[0] - g->pad[0] + t0 * g->dil[0];
             int64_t i1 = sg->o1 * g->stride[1] - g->pad[1] + t1 * g->dil[1];
             /* Output columns o2 with 0 <= o2 * stride + shift2 < in[2], relative to sg->o2. */
-            int64_t lo = floor_div(-shift2 + g->stride[2] - 1, g->stride[2]) - sg->o2;
-            int64_t hi = floor_div(g->in[2] - 1 - shift2, g->stride[2]) + 1 - sg->o2;
+            int64_t lo = cf_floor_div(-shift2 + g->stride[2] - 1, g->stride[2]) - sg->o2;
+            int64_t hi = cf_floor_div(g->in[2] - 1 - shift2, g->stride[2]) + 1 - sg->o2;
             if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1])
                 lo = hi = 0;
             lo = lo < 0 ? 0 : lo > (int64_t)sg->len ? (int64_t)sg->len : lo;
@@ -75,8 +90,17 @@ void cf_patch_panel(void *arg, size_t panel)
             }
             if (hi == lo)
                 continue;
-            const float *row = j->xg + i0 * j->xs[0] + i1 * j->xs[1] +
-                               ((sg->o2 + lo) * g->stride[2] + shift2) * j->xs[2];
+            const float *row = j->xg + i0 * j->xs[0] + i1 * j->xs[1];
+            const int64_t i2 = (sg->o2 + lo) * g->stride[2] + shift2; /* >= 0 */
+            if (j->phase_len > 0) {
+                /* Adjacent output columns read adjacent floats of one phase. */
+                row += i2 % g->stride[2] * j->phase_len + i2 / g->stride[2];
+                for (size_t c = 0; c < j->cg; c++)
+                    memcpy(d0 + c * j->ksp * width + lo, row + (int64_t)c * j->xc,
+                           (size_t)(hi - lo) * sizeof(float));
+                continue;
+            }
+            row += i2 * j->xs[2];
             if (j->channels_last) {
                 /* A pixel's channels are contiguous in X: read along them. */
                 for (int64_t r = lo; r < hi; r++) {
