@@ -3,10 +3,12 @@
  * native in both layouts (depthwise.h says how each is vectorised).
  *
  * Depthwise layers do about 2 * k_sp FLOPs per output, so they are bound by memory
- * traffic, not FMAs, and are judged in bytes per second: both native paths read X and
- * write Y once, with no layout conversion.  NCHW problems with narrow rows (MobileNet's
- * 28x28 and smaller layers) instead transpose X and Y around the channels-last kernel:
- * two extra passes cost less than vectors along rows of 7 or 14.  Any kernel size,
+ * traffic, not FMAs, and are judged in bytes per second: every path reads X and writes
+ * Y once from memory.  NCHW 1-D and 2-D problems with stride 1 along W run in blocks of
+ * rows through L1 copies (depthwise.h); other NCHW problems with narrow rows (stride 2
+ * at 28x28 and below, 7-wide rows) transpose X and Y around the channels-last kernel,
+ * whose two extra passes cost less than vectors along rows of 7 or 14; the rest (3-D,
+ * stride 2 on wide rows) run plane by plane in place.  Any kernel size,
  * stride, dilation, asymmetric pads, 1-D to 3-D.  Weights need no packing for NCHW; for
  * the channels-last kernel their [tap][M] transpose is a few KiB, redone per execution
  * in the workspace.
@@ -38,10 +40,10 @@ static bool dw_applicable(const cf_problem *p)
     return p->op == CONVFIND_OP_CONV && p->dtype == CONVFIND_DTYPE_F32 && p->group == p->c;
 }
 
-/* NCHW input rows narrower than this go through the channels-last kernel on transposed
- * copies: vectors along so short a row would be mostly edge lanes.  Measured on
- * MobileNetV2's layers: rows of 56 and 112 are faster in place, rows of 28 and below
- * through the transposes. */
+/* NCHW input rows narrower than this that the row-block kernel does not take go through
+ * the channels-last kernel on transposed copies: vectors along so short a row would be
+ * mostly edge lanes.  Measured on MobileNetV2's stride-2 layers: rows of 56 and 112 are
+ * faster in place, rows of 28 and below through the transposes. */
 #define DW_NARROW 48
 
 /* Plans the NCHW row-block kernel (depthwise.h): the most output rows per block whose

@@ -371,13 +371,13 @@ static void dw_nchw_block(const cf_dw_job *j, size_t unit)
     int64_t n = plane / p->m, m = plane % p->m;
     int64_t rows = dw_min(j->rows, s->out[1] - oh0), pw = j->pw, ow_n = s->out[2];
     int64_t sh = s->stride[1], lo = j->cols[0], hi = j->cols[1];
-    const float *xplane = j->x + (n * p->c + m / j->mult) * p->in_sp - s->pad[2];
+    const float *xplane = j->x + (n * p->c + m / j->mult) * p->in_sp;
     for (int64_t rh = 0; rh < sh; rh++)
         for (int64_t i = 0; i < j->rows + j->qh; i++) { /* whole planes, all defined */
             int64_t ih = (oh0 + i) * sh + rh - s->pad[1];
-            bool inside = ih >= 0 && ih < s->in[1];
-            dw_phase_row(in + rh * j->pstride + i * pw,
-                         inside ? xplane + ih * s->in[2] + lo : NULL, pw, lo, hi);
+            bool inside = ih >= 0 && ih < s->in[1] && hi > lo; /* then lo is the pad */
+            dw_phase_row(in + rh * j->pstride + i * pw, inside ? xplane + ih * s->in[2] : NULL,
+                         pw, lo, hi);
         }
     /* Read only by dropped lanes (K9 reads one vector past the last one it sums). */
     cf_vstore(in + sh * j->pstride, cf_vzero());

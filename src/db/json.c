@@ -167,36 +167,34 @@ bad:
     return NULL;
 }
 
+/* The index just past the run of decimal digits starting at i (i itself if none). */
+static size_t skip_digits(const parser *p, size_t i)
+{
+    while (i < p->len && p->s[i] >= '0' && p->s[i] <= '9')
+        i++;
+    return i;
+}
+
 static bool parse_number(parser *p, double *out)
 {
     size_t i = p->pos;
     const char *s = p->s;
     if (i < p->len && s[i] == '-')
         i++;
-    if (i < p->len && s[i] == '0') {
+    if (i < p->len && s[i] == '0')
         i++;
-    } else if (i < p->len && s[i] >= '1' && s[i] <= '9') {
-        while (i < p->len && s[i] >= '0' && s[i] <= '9')
-            i++;
-    } else {
+    else if (i < p->len && s[i] >= '1' && s[i] <= '9')
+        i = skip_digits(p, i);
+    else
         return fail(p, "bad number");
-    }
     if (i < p->len && s[i] == '.') {
-        i++;
-        size_t d = i;
-        while (i < p->len && s[i] >= '0' && s[i] <= '9')
-            i++;
-        if (i == d)
+        size_t d = i + 1;
+        if ((i = skip_digits(p, d)) == d)
             return fail(p, "bad number");
     }
     if (i < p->len && (s[i] == 'e' || s[i] == 'E')) {
-        i++;
-        if (i < p->len && (s[i] == '+' || s[i] == '-'))
-            i++;
-        size_t d = i;
-        while (i < p->len && s[i] >= '0' && s[i] <= '9')
-            i++;
-        if (i == d)
+        size_t d = i + 1 < p->len && (s[i + 1] == '+' || s[i + 1] == '-') ? i + 2 : i + 1;
+        if ((i = skip_digits(p, d)) == d)
             return fail(p, "bad number");
     }
     char buf[64];

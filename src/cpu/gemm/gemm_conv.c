@@ -447,11 +447,13 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                 if (cj.panels >= threads) {
                     /* One parallel pass: each chunk packs its own panels and multiplies
                      * them, so there is a single wake-up of the pool per tile.  4 chunks
-                     * per thread balance the threads; packed chunks are also kept to a
-                     * quarter of L2, so the product reads panels its packing has just
-                     * left there (a whole tile is about two L2s: conv1 lost 10%). */
+                     * per thread balance the threads.  When the weights are small (each
+                     * chunk's product reads all of them again), packed chunks are also
+                     * kept to a quarter of L2, so the product reads panels its packing
+                     * has just left there: a whole tile is about two L2s, and conv1
+                     * (64 x 147 weights) took 10% longer on one thread that way. */
                     size_t chunks = threads == 1 ? 1 : 4 * threads;
-                    if (!l.in_place) {
+                    if (!l.in_place && mg * kdim * sizeof(float) <= cf_cpu_caches()->l2 / 4) {
                         size_t per_chunk = cf_cpu_caches()->l2 / 4 /
                                            (kdim * width * sizeof(float));
                         per_chunk = per_chunk < 1 ? 1 : per_chunk;
