@@ -382,7 +382,9 @@ static void check_packed_across_levels(const char *name, void (*gen)(rng *, tcon
     convfind_problem_destroy(p);
 }
 
-/* A workspace smaller than workspace() asks for is an error, not an overrun. */
+/* A workspace smaller than execute() needs is an error, not an overrun.  workspace()
+ * reports the most any ISA level needs, so one byte less than that is too little only
+ * at the level that needs the most; an empty workspace is too little at every level. */
 static void check_small_workspace(const char *name, void (*gen)(rng *, tconv *))
 {
     const cf_algo *algo = cf_registry_find(name);
@@ -405,9 +407,13 @@ static void check_small_workspace(const char *name, void (*gen)(rng *, tconv *))
     if (algo->prepare)
         assert_int_equal(algo->prepare(p, &state), CONVFIND_OK);
     cf_exec_args a = {.x = x, .w = w, .b = t.bias ? b : NULL, .z = t.residual ? z : NULL,
-                      .y = y, .workspace = ws, .workspace_size = ws_bytes - 1};
+                      .y = y, .workspace = ws, .workspace_size = 0};
     assert_int_not_equal(algo->execute(p, state, &a), CONVFIND_OK);
     assert_true(strlen(convfind_last_error()) > 0);
+    if (cf_isa_active() == cf_isa_machine()) {
+        a.workspace_size = ws_bytes - 1;
+        assert_int_not_equal(algo->execute(p, state, &a), CONVFIND_OK);
+    }
     if (algo->release)
         algo->release(state);
     free(ws), free(x), free(w), free(b), free(z), free(y);
