@@ -69,13 +69,14 @@ void cf_patch_panel(void *arg, size_t panel)
     for (int64_t t1 = 0; t1 < g->k[1]; t1++)
     for (int64_t t2 = 0; t2 < g->k[2]; t2++, tap++) {
         int64_t shift2 = t2 * g->dil[2] - g->pad[2]; /* i2 = o2 * stride + shift2 */
+        /* Output columns o2 in [o2_lo, o2_hi) have 0 <= o2 * stride + shift2 < in[2]. */
+        const int64_t o2_lo = cf_floor_div(-shift2 + g->stride[2] - 1, g->stride[2]);
+        const int64_t o2_hi = cf_floor_div(g->in[2] - 1 - shift2, g->stride[2]) + 1;
         for (size_t sgi = 0; sgi < nseg; sgi++) {
             const row_seg *sg = &seg[sgi];
             int64_t i0 = sg->o0 * g->stride[0] - g->pad[0] + t0 * g->dil[0];
             int64_t i1 = sg->o1 * g->stride[1] - g->pad[1] + t1 * g->dil[1];
-            /* Output columns o2 with 0 <= o2 * stride + shift2 < in[2], relative to sg->o2. */
-            int64_t lo = cf_floor_div(-shift2 + g->stride[2] - 1, g->stride[2]) - sg->o2;
-            int64_t hi = cf_floor_div(g->in[2] - 1 - shift2, g->stride[2]) + 1 - sg->o2;
+            int64_t lo = o2_lo - sg->o2, hi = o2_hi - sg->o2; /* relative to the segment */
             if (i0 < 0 || i0 >= g->in[0] || i1 < 0 || i1 >= g->in[1])
                 lo = hi = 0;
             lo = lo < 0 ? 0 : lo > (int64_t)sg->len ? (int64_t)sg->len : lo;
