@@ -7,7 +7,10 @@
  * it is open, and the caller, once every index has been claimed, closes the job and
  * waits just for the workers that joined: a worker still asleep when the work ran out
  * costs nothing (waiting for it to wake would make two threads slower than one), and
- * `fn` and `arg` are never touched after the call returns.
+ * `fn` and `arg` are never touched after the call returns.  A worker that has just
+ * finished a job polls for the next one for a short while before it sleeps: one
+ * convolution issues several jobs back to back, and a futex wake-up costs more than
+ * many of those jobs take.
  * A caller that finds the pool busy (trylock fails) runs its range alone rather than
  * queueing: that keeps concurrent callers from oversubscribing the cores or waiting on
  * each other.
@@ -18,6 +21,7 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <time.h>
 
 #include "util/error.h"
 
@@ -29,7 +33,7 @@ struct cf_threadpool {
     pthread_mutex_t lock;       /* guards the fields below */
     pthread_cond_t wake;        /* workers wait here for a new generation */
     pthread_cond_t done;        /* the caller waits here for active == 0 */
-    unsigned long generation;
+    atomic_ulong generation;    /* written under `lock`; also polled without it */
     bool shutdown;
     bool open;                  /* the current job still admits workers */
     int active;                 /* workers that joined the current job and are in it */
@@ -50,17 +54,40 @@ static void run_indices(cf_threadpool *pool)
     }
 }
 
+/* How long an idle worker polls for the next job before sleeping. */
+#define CF_POOL_SPIN_NS 100000L
+
+static long elapsed_ns(const struct timespec *since)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (now.tv_sec - since->tv_sec) * 1000000000L + (now.tv_nsec - since->tv_nsec);
+}
+
+/* Polls until the generation moves past `seen` or the spin time is over. */
+static void spin_for_next_job(cf_threadpool *pool, unsigned long seen)
+{
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (unsigned i = 1;; i++) {
+        if (atomic_load_explicit(&pool->generation, memory_order_relaxed) != seen)
+            return;
+        if (i % 256 == 0 && elapsed_ns(&start) > CF_POOL_SPIN_NS)
+            return;
+    }
+}
+
 static void *worker_main(void *opaque)
 {
     cf_threadpool *pool = opaque;
     unsigned long seen = 0;
     pthread_mutex_lock(&pool->lock);
     for (;;) {
-        while (!pool->shutdown && pool->generation == seen)
+        while (!pool->shutdown && atomic_load(&pool->generation) == seen)
             pthread_cond_wait(&pool->wake, &pool->lock);
         if (pool->shutdown)
             break;
-        seen = pool->generation;
+        seen = atomic_load(&pool->generation);
         if (!pool->open)
             continue;
         pool->active++;
@@ -69,6 +96,9 @@ static void *worker_main(void *opaque)
         pthread_mutex_lock(&pool->lock);
         if (--pool->active == 0 && !pool->open)
             pthread_cond_signal(&pool->done);
+        pthread_mutex_unlock(&pool->lock);
+        spin_for_next_job(pool, seen);
+        pthread_mutex_lock(&pool->lock);
     }
     pthread_mutex_unlock(&pool->lock);
     return NULL;
@@ -87,6 +117,7 @@ convfind_status cf_threadpool_create(int num_threads, cf_threadpool **out)
     pthread_cond_init(&pool->wake, NULL);
     pthread_cond_init(&pool->done, NULL);
     atomic_init(&pool->next, 0);
+    atomic_init(&pool->generation, 0);
     if (num_threads > 1) {
         pool->workers = calloc((size_t)num_threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
@@ -139,7 +170,7 @@ void cf_parallel_for(cf_threadpool *pool, size_t count, cf_task_fn fn, void *arg
     pool->count = count;
     atomic_store_explicit(&pool->next, 0, memory_order_relaxed);
     pool->open = true;
-    pool->generation++;
+    atomic_fetch_add(&pool->generation, 1);
     pthread_cond_broadcast(&pool->wake);
     pthread_mutex_unlock(&pool->lock);
 
