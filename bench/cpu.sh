@@ -24,5 +24,5 @@ trap 'rm -f "$ort_times"' EXIT
 # ONNX Runtime first (its own process), then convfind and oneDNN side by side per layer.
 python3 "$here/bench_ort.py" "$csv" "$threads" > "$ort_times"
 # oneDNN's OpenMP runtime reads its thread count at start-up.
-OMP_NUM_THREADS=$threads OMP_PROC_BIND=false "$bin" "$csv" --threads "$threads" --ort "$ort_times" \
+OMP_NUM_THREADS=$threads OMP_PROC_BIND=false OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-active} "$bin" "$csv" --threads "$threads" --ort "$ort_times" \
     ${CONVFIND_BENCH_EXCLUDE:+--exclude "$CONVFIND_BENCH_EXCLUDE"}
