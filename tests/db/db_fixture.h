@@ -37,6 +37,24 @@ static inline void fx_rmdir(const char *dir)
         fprintf(stderr, "could not remove %s\n", dir);
 }
 
+/* A cmocka test's scratch directory: fx_setup makes it and fx_teardown removes it
+ * (cmocka's setup/teardown signature, for a whole group or for one test). */
+static char fx_dir[256];
+
+static inline int fx_setup(void **state)
+{
+    (void)state;
+    fx_tmpdir(fx_dir, sizeof fx_dir);
+    return 0;
+}
+
+static inline int fx_teardown(void **state)
+{
+    (void)state;
+    fx_rmdir(fx_dir);
+    return 0;
+}
+
 /* A decision of `n` candidates named "algo<seed>_<i>", the first chosen, with timings
  * derived from `seed` so that two different seeds never give equal decisions. */
 static inline cf_decision fx_decision(int seed, int n)

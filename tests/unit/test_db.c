@@ -17,25 +17,10 @@
 #include "../db/db_fixture.h"
 #include "db/db_internal.h"
 
-static char dir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    fx_tmpdir(dir, sizeof dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fx_rmdir(dir);
-    return 0;
-}
 
 static void path_in_dir(const char *name, char *buf, size_t size)
 {
-    snprintf(buf, size, "%s/%s", dir, name);
+    snprintf(buf, size, "%s/%s", fx_dir, name);
 }
 
 static cf_db *open_at(const char *path)
@@ -301,7 +286,7 @@ static void unusable_location_falls_back_to_memory(void **state)
     fputs("not a directory\n", f);
     fclose(f);
     snprintf(below, sizeof below, "%s/sub/db.sqlite", file);
-    const char *paths[] = {dir, below};
+    const char *paths[] = {fx_dir, below};
     for (int i = 0; i < 2; i++) {
         cf_db *db = open_at(paths[i]);
         assert_false(cf_db_is_persistent(db));
@@ -528,5 +513,5 @@ int main(void)
         cmocka_unit_test(unreadable_rows_are_skipped_and_reported),
         cmocka_unit_test(threads_share_one_handle),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

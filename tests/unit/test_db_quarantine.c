@@ -19,21 +19,6 @@
 
 #include "../db/db_fixture.h"
 
-static char dir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    fx_tmpdir(dir, sizeof dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fx_rmdir(dir);
-    return 0;
-}
 
 static void write_bytes(const char *path, const void *data, size_t n)
 {
@@ -43,12 +28,12 @@ static void write_bytes(const char *path, const void *data, size_t n)
     fclose(f);
 }
 
-/* Size of the single "<base>.quarantine-*" file in dir (-1: none, -2: several). */
+/* Size of the single "<base>.quarantine-*" file in fx_dir (-1: none, -2: several). */
 static long quarantined_size(const char *base)
 {
     char prefix[200];
     snprintf(prefix, sizeof prefix, "%s.quarantine-", base);
-    DIR *d = opendir(dir);
+    DIR *d = opendir(fx_dir);
     assert_non_null(d);
     long size = -1;
     struct dirent *e;
@@ -57,7 +42,7 @@ static long quarantined_size(const char *base)
             strstr(e->d_name, "-shm"))
             continue;
         char p[600];
-        snprintf(p, sizeof p, "%s/%s", dir, e->d_name);
+        snprintf(p, sizeof p, "%s/%s", fx_dir, e->d_name);
         struct stat st;
         assert_int_equal(stat(p, &st), 0);
         size = size == -1 ? (long)st.st_size : -2;
@@ -70,7 +55,7 @@ static long quarantined_size(const char *base)
 static void expect_quarantine(const char *base, long original_size)
 {
     char path[300];
-    snprintf(path, sizeof path, "%s/%s", dir, base);
+    snprintf(path, sizeof path, "%s/%s", fx_dir, base);
     cf_db_config c = fx_config(path);
     cf_db *db = NULL;
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
@@ -108,7 +93,7 @@ static void random_bytes(void **state)
     for (size_t i = 0; i < sizeof junk; i++)
         junk[i] = (unsigned char)rand();
     char path[300];
-    snprintf(path, sizeof path, "%s/random.sqlite", dir);
+    snprintf(path, sizeof path, "%s/random.sqlite", fx_dir);
     write_bytes(path, junk, sizeof junk);
     expect_quarantine("random.sqlite", (long)sizeof junk);
 }
@@ -118,7 +103,7 @@ static void text_file(void **state)
     (void)state;
     const char text[] = "this is a configuration file, not a database\n";
     char path[300];
-    snprintf(path, sizeof path, "%s/text.sqlite", dir);
+    snprintf(path, sizeof path, "%s/text.sqlite", fx_dir);
     write_bytes(path, text, sizeof text - 1);
     expect_quarantine("text.sqlite", (long)sizeof text - 1);
 }
@@ -147,7 +132,7 @@ static void truncated_file(void **state)
 {
     (void)state;
     char path[300];
-    snprintf(path, sizeof path, "%s/trunc.sqlite", dir);
+    snprintf(path, sizeof path, "%s/trunc.sqlite", fx_dir);
     long size = make_db(path, 200);
     assert_true(size > 8 * 4096);
     assert_int_equal(truncate(path, size / 2), 0);
@@ -166,7 +151,7 @@ static void newer_schema(void **state)
 {
     (void)state;
     char path[300];
-    snprintf(path, sizeof path, "%s/newer.sqlite", dir);
+    snprintf(path, sizeof path, "%s/newer.sqlite", fx_dir);
     make_db(path, 3);
     raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=99");
     struct stat st;
@@ -178,7 +163,7 @@ static void other_application(void **state)
 {
     (void)state;
     char path[300];
-    snprintf(path, sizeof path, "%s/app.sqlite", dir);
+    snprintf(path, sizeof path, "%s/app.sqlite", fx_dir);
     raw_exec(path, "CREATE TABLE bookmarks(url TEXT); INSERT INTO bookmarks VALUES('x')");
     struct stat st;
     assert_int_equal(stat(path, &st), 0);
@@ -191,7 +176,7 @@ static void locked_file(void **state)
 {
     (void)state;
     char path[300];
-    snprintf(path, sizeof path, "%s/locked.sqlite", dir);
+    snprintf(path, sizeof path, "%s/locked.sqlite", fx_dir);
     make_db(path, 2);
     sqlite3 *holder = NULL;
     assert_int_equal(sqlite3_open(path, &holder), SQLITE_OK);
@@ -226,7 +211,7 @@ static void damage_found_during_a_query(void **state)
 {
     (void)state;
     char path[300];
-    snprintf(path, sizeof path, "%s/late.sqlite", dir);
+    snprintf(path, sizeof path, "%s/late.sqlite", fx_dir);
     long size = make_db(path, 200);
     cf_db_config c = fx_config(path);
     cf_db *db = NULL;
@@ -287,5 +272,5 @@ int main(void)
         cmocka_unit_test(locked_file),
         cmocka_unit_test(damage_found_during_a_query),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }

@@ -13,21 +13,6 @@
 #include "../db/db_fixture.h"
 #include "convfind.h"
 
-static char dir[256];
-
-static int setup(void **state)
-{
-    (void)state;
-    fx_tmpdir(dir, sizeof dir);
-    return 0;
-}
-
-static int teardown(void **state)
-{
-    (void)state;
-    fx_rmdir(dir);
-    return 0;
-}
 
 static convfind_problem *small_problem(void)
 {
@@ -124,7 +109,7 @@ static void retune_times_only_the_stored_candidates(void **state)
 {
     (void)state;
     char path[300], key[1024];
-    snprintf(path, sizeof path, "%s/retune.sqlite", dir);
+    snprintf(path, sizeof path, "%s/retune.sqlite", fx_dir);
     convfind_context *ctx = context(CF_DB_MEMORY, CONVFIND_DB_ENV_RETUNE);
     convfind_problem *p = small_problem();
     assert_true(convfind_problem_key(ctx, p, key, sizeof key) > 0);
@@ -148,7 +133,7 @@ static void ignore_runs_a_full_find(void **state)
 {
     (void)state;
     char path[300], key[1024];
-    snprintf(path, sizeof path, "%s/ignore.sqlite", dir);
+    snprintf(path, sizeof path, "%s/ignore.sqlite", fx_dir);
     convfind_context *ctx = context(CF_DB_MEMORY, CONVFIND_DB_ENV_IGNORE);
     convfind_problem *p = small_problem();
     assert_true(convfind_problem_key(ctx, p, key, sizeof key) > 0);
@@ -169,5 +154,5 @@ int main(void)
         cmocka_unit_test(retune_times_only_the_stored_candidates),
         cmocka_unit_test(ignore_runs_a_full_find),
     };
-    return cmocka_run_group_tests(tests, setup, teardown);
+    return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }
