@@ -7,7 +7,8 @@
  *
  * Permissions mean nothing to root, so when run as root the checks run in a child that
  * has switched to user and group "nobody" (65534).  When that switch is impossible the
- * permission cases are skipped (and reported); the full-disk case always runs.
+ * permission cases are skipped and the test exits 77 (ctest: Skipped) after the full-disk
+ * case, which always runs.
  */
 #include <errno.h>
 #include <signal.h>
@@ -170,6 +171,12 @@ int main(void)
     if (system(p) != 0)
         fprintf(stderr, "db_hostile_fs: could not restore permissions under %s\n", dir);
     fx_rmdir(dir);
-    printf("db_hostile_fs: ok%s\n", skipped ? " (permission cases skipped)" : "");
+    if (skipped) {
+        /* 77 is the suite's SKIP_RETURN_CODE: ctest reports the test as skipped, loudly,
+         * rather than passing a run that left out checks. */
+        printf("db_hostile_fs: full disk ok; SKIPPED: permission cases not run\n");
+        return 77;
+    }
+    printf("db_hostile_fs: ok\n");
     return 0;
 }
