@@ -105,20 +105,27 @@ static int others_run(const cf_decision *d)
     return n;
 }
 
-static void retune_times_only_the_stored_candidates(void **state)
+/* Stores a record from another environment for the small problem in <fx_dir>/<file>,
+ * plans it under `policy` and returns what is stored afterwards (caller clears). */
+static cf_decision replan_foreign(const char *file, convfind_db_env_policy policy,
+                                  uint64_t *finds)
 {
-    (void)state;
     char path[300], key[1024];
-    snprintf(path, sizeof path, "%s/retune.sqlite", fx_dir);
-    convfind_context *ctx = context(CF_DB_MEMORY, CONVFIND_DB_ENV_RETUNE);
+    snprintf(path, sizeof path, "%s/%s", fx_dir, file);
+    convfind_context *ctx = context(CF_DB_MEMORY, policy);
     convfind_problem *p = small_problem();
     assert_true(convfind_problem_key(ctx, p, key, sizeof key) > 0);
     convfind_problem_destroy(p);
     convfind_context_destroy(ctx);
     store_foreign(path, key);
+    return plan_and_read_back(path, policy, key, finds);
+}
 
+static void retune_times_only_the_stored_candidates(void **state)
+{
+    (void)state;
     uint64_t finds = 0;
-    cf_decision d = plan_and_read_back(path, CONVFIND_DB_ENV_RETUNE, key, &finds);
+    cf_decision d = replan_foreign("retune.sqlite", CONVFIND_DB_ENV_RETUNE, &finds);
     assert_int_equal(finds, 1);
     assert_int_equal(others_run(&d), 0);
     const cf_candidate_stats *a = cf_decision_candidate(&d, "cpu.im2col_gemm");
@@ -132,17 +139,8 @@ static void retune_times_only_the_stored_candidates(void **state)
 static void ignore_runs_a_full_find(void **state)
 {
     (void)state;
-    char path[300], key[1024];
-    snprintf(path, sizeof path, "%s/ignore.sqlite", fx_dir);
-    convfind_context *ctx = context(CF_DB_MEMORY, CONVFIND_DB_ENV_IGNORE);
-    convfind_problem *p = small_problem();
-    assert_true(convfind_problem_key(ctx, p, key, sizeof key) > 0);
-    convfind_problem_destroy(p);
-    convfind_context_destroy(ctx);
-    store_foreign(path, key);
-
     uint64_t finds = 0;
-    cf_decision d = plan_and_read_back(path, CONVFIND_DB_ENV_IGNORE, key, &finds);
+    cf_decision d = replan_foreign("ignore.sqlite", CONVFIND_DB_ENV_IGNORE, &finds);
     assert_int_equal(finds, 1);
     assert_true(others_run(&d) > 0);
     cf_decision_clear(&d);
