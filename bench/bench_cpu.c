@@ -1,7 +1,8 @@
 /*
  * bench_cpu.c - convfind against its CPU peers, layer by layer, in one run.
  *
- *   bench_cpu CSV [--threads T] [--ort FILE] [--suite NAME] [--min-seconds S]
+ *   bench_cpu CSV --onednn-only [--threads T] [--min-seconds S] > onednn.csv
+ *   bench_cpu CSV --onednn FILE [--threads T] [--ort FILE] [--suite NAME] [--min-seconds S]
  *             [--select find|measured] [--exclude ALGO[,ALGO...]]
  *
  * CSV is a ../shared/bench problem set.  Per layer, at the same thread count:
@@ -13,7 +14,11 @@
  *             kept (cpu.reference only when nothing else applies; --exclude skips some).
  *             The output says which.
  *   oneDNN    fp32 in its own blocked layouts, reorders not timed, direct and auto
- *             (Winograd allowed) both timed, the faster kept (onednn_conv.c).
+ *             (Winograd allowed) both timed, the faster kept (onednn_conv.c).  Timed by
+ *             this program in its own process (--onednn-only, lines "name,ms,impl"), read
+ *             back from FILE: oneDNN's OpenMP workers spin between its calls
+ *             (OMP_WAIT_POLICY=active, its fastest setting), and spinning threads in the
+ *             same process would take the cores convfind's pool needs.
  *   ORT       read from FILE, lines "name,ms", written by bench_ort.py in the same
  *             bench/cpu.sh run (ONNX Runtime's CPU provider, one-node model per layer).
  * Prints per-layer milliseconds, ratios, % of the FMA peak measured at start, totals
@@ -62,20 +67,43 @@ static int parse_csv(const char *path, bench_layer *out, int max)
     return n;
 }
 
-static double ort_ms_of(const char *path, const char *name)
+/* A peer's time for layer `name` from FILE's "name,ms[,impl]" lines (-1 if absent);
+ * the implementation name, when the line has one, goes to impl. */
+static double peer_ms_of(const char *path, const char *name, char *impl, size_t impl_size)
 {
+    if (impl_size)
+        impl[0] = '\0';
     if (!path)
         return -1.0;
     FILE *f = fopen(path, "r");
     if (!f)
         return -1.0;
-    char line[256], key[128];
+    char line[256], key[128], what[64];
     double ms = -1.0, v;
-    while (fgets(line, sizeof line, f))
-        if (sscanf(line, "%127[^,],%lf", key, &v) == 2 && strcmp(key, name) == 0)
+    while (fgets(line, sizeof line, f)) {
+        what[0] = '\0';
+        if (sscanf(line, "%127[^,],%lf,%63[^\n]", key, &v, what) >= 2 && strcmp(key, name) == 0) {
             ms = v;
+            snprintf(impl, impl_size, "%s", what);
+        }
+    }
     fclose(f);
     return ms;
+}
+
+/* The faster of oneDNN's direct and auto algorithms for one layer. */
+static double onednn_best_ms(const bench_layer *L, double min_seconds, char *impl, size_t size)
+{
+    char impl_d[64], impl_a[64];
+    double dn = onednn_time_ms(L, 0, 10, min_seconds, impl_d, sizeof impl_d);
+    double dn_auto = onednn_time_ms(L, 1, 10, min_seconds, impl_a, sizeof impl_a);
+    const char *best = impl_d;
+    if (dn_auto >= 0.0 && (dn < 0.0 || dn_auto < dn)) {
+        dn = dn_auto;
+        best = impl_a;
+    }
+    snprintf(impl, size, "%s", best);
+    return dn;
 }
 
 static float *random_floats(size_t n, unsigned *seed)
@@ -223,14 +251,19 @@ static double time_convfind_find(convfind_context *ctx, const bench_layer *L, do
 
 int main(int argc, char **argv)
 {
-    const char *csv = NULL, *ort = NULL, *suite = NULL, *exclude = NULL, *select = "find";
-    int threads = 2;
+    const char *csv = NULL, *ort = NULL, *onednn = NULL, *suite = NULL, *exclude = NULL,
+               *select = "find";
+    int threads = 2, onednn_only = 0;
     double min_seconds = 0.2;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc)
             threads = atoi(argv[++i]);
         else if (strcmp(argv[i], "--ort") == 0 && i + 1 < argc)
             ort = argv[++i];
+        else if (strcmp(argv[i], "--onednn") == 0 && i + 1 < argc)
+            onednn = argv[++i];
+        else if (strcmp(argv[i], "--onednn-only") == 0)
+            onednn_only = 1;
         else if (strcmp(argv[i], "--suite") == 0 && i + 1 < argc)
             suite = argv[++i];
         else if (strcmp(argv[i], "--select") == 0 && i + 1 < argc)
@@ -243,15 +276,31 @@ int main(int argc, char **argv)
             csv = argv[i];
     }
     int use_find = strcmp(select, "find") == 0;
-    if (!csv || threads < 1 || (!use_find && strcmp(select, "measured") != 0)) {
-        fprintf(stderr, "usage: bench_cpu CSV [--threads T] [--ort FILE] [--suite NAME] "
-                        "[--min-seconds S] [--select find|measured] [--exclude ALGO[,ALGO...]]\n");
+    if (!csv || threads < 1 || (!use_find && strcmp(select, "measured") != 0) ||
+        (!onednn_only && !onednn)) {
+        fprintf(stderr, "usage: bench_cpu CSV --onednn-only [--threads T] [--min-seconds S]\n"
+                        "       bench_cpu CSV --onednn FILE [--threads T] [--ort FILE] "
+                        "[--suite NAME] [--min-seconds S] [--select find|measured] "
+                        "[--exclude ALGO[,ALGO...]]\n");
         return 2;
     }
     static bench_layer layers[MAX_LAYERS];
     int nl = parse_csv(csv, layers, MAX_LAYERS);
     if (nl <= 0)
         return 1;
+    if (onednn_only) {
+        const char *omp = getenv("OMP_NUM_THREADS");
+        if (!omp || atoi(omp) != threads)
+            fprintf(stderr, "bench_cpu: warning: OMP_NUM_THREADS=%s, oneDNN may not use %d "
+                            "threads (bench/cpu.sh sets it)\n", omp ? omp : "(unset)", threads);
+        for (int i = 0; i < nl; i++) {
+            char impl[64];
+            double ms = onednn_best_ms(&layers[i], min_seconds, impl, sizeof impl);
+            printf("%s,%.6f,%s\n", layers[i].name, ms, impl);
+            fflush(stdout);
+        }
+        return 0;
+    }
     char suite_buf[128];
     if (!suite) {
         const char *base = strrchr(csv, '/') ? strrchr(csv, '/') + 1 : csv;
@@ -263,11 +312,6 @@ int main(int argc, char **argv)
             *cut = '\0';
         suite = suite_buf;
     }
-    const char *omp = getenv("OMP_NUM_THREADS");
-    if (!omp || atoi(omp) != threads)
-        fprintf(stderr, "bench_cpu: warning: OMP_NUM_THREADS=%s, oneDNN may not use %d threads "
-                        "(bench/cpu.sh sets it)\n", omp ? omp : "(unset)", threads);
-
     int wide = cf_isa_machine() >= CF_ISA_AVX512F;
     double peak = fma_peak_gflops(threads, wide);
     printf("# suite %s, %d threads, cpu \"%s\", convfind ISA %s\n", suite, threads, cf_cpu_name(),
@@ -313,18 +357,11 @@ int main(int argc, char **argv)
         int64_t ow = (L->w + 2 * L->pad_w - ((L->s - 1) * L->dil_w + 1)) / L->stride_w + 1;
         double gflop = 2.0 * (double)(L->n * L->k * oh * ow) * (double)(L->c / L->group) *
                        (double)(L->r * L->s) * 1e-9;
-        char algo[64], impl_d[64], impl_a[64];
+        char algo[64], impl[64], unused[8];
         double cf = use_find ? time_convfind_find(ctx, L, min_seconds, algo, sizeof algo)
                              : time_convfind(ctx, L, min_seconds, exclude, algo, sizeof algo);
-        double dn_direct = onednn_time_ms(L, 0, 10, min_seconds, impl_d, sizeof impl_d);
-        double dn_auto = onednn_time_ms(L, 1, 10, min_seconds, impl_a, sizeof impl_a);
-        double dn = dn_direct;
-        const char *impl = impl_d;
-        if (dn_auto >= 0.0 && (dn < 0.0 || dn_auto < dn)) {
-            dn = dn_auto;
-            impl = impl_a;
-        }
-        double ortms = ort_ms_of(ort, L->name);
+        double dn = peer_ms_of(onednn, L->name, impl, sizeof impl);
+        double ortms = peer_ms_of(ort, L->name, unused, sizeof unused);
         if (ortms < 0.0)
             missing_ort++;
         printf("%s,%d,%.4f,%.4f,%s,%.4f,%s,%.4f,%.3f,%.3f,%.1f,%.1f\n", L->name, L->count, gflop,

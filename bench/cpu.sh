@@ -20,9 +20,14 @@ if [ ! -x "$bin" ]; then
     exit 1
 fi
 ort_times=$(mktemp)
-trap 'rm -f "$ort_times"' EXIT
-# ONNX Runtime first (its own process), then convfind and oneDNN side by side per layer.
+onednn_times=$(mktemp)
+trap 'rm -f "$ort_times" "$onednn_times"' EXIT
+# Each contender in its own process, one after the other: ONNX Runtime, oneDNN, then
+# convfind (which prints the table).  oneDNN's OpenMP runtime reads its thread count at
+# start-up, and its workers spin between calls (active wait, its fastest setting): in
+# convfind's process they would take the cores convfind's pool needs.
 python3 "$here/bench_ort.py" "$csv" "$threads" > "$ort_times"
-# oneDNN's OpenMP runtime reads its thread count at start-up.
-OMP_NUM_THREADS=$threads OMP_PROC_BIND=false OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-active} "$bin" "$csv" --threads "$threads" --ort "$ort_times" \
+OMP_NUM_THREADS=$threads OMP_PROC_BIND=false OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-active} \
+    "$bin" "$csv" --threads "$threads" --onednn-only > "$onednn_times"
+"$bin" "$csv" --threads "$threads" --ort "$ort_times" --onednn "$onednn_times" \
     ${CONVFIND_BENCH_EXCLUDE:+--exclude "$CONVFIND_BENCH_EXCLUDE"}
