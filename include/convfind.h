@@ -402,7 +402,9 @@ typedef enum convfind_candidate_status {
 } convfind_candidate_status;
 
 typedef struct convfind_find_result {
-    const char *algorithm;            /* stable name; static storage */
+    const char *algorithm;            /* stable name, valid for the process's life; for a
+                                         parameterised form (CUDA) the full
+                                         "cuda.cudnn:<layout>:e<id>..." name */
     convfind_candidate_status status;
     double median_ms, min_ms;         /* over the timed runs; 0 when none */
     double spread;                    /* (p90 - p10) / median of the timed runs */

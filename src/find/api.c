@@ -8,6 +8,7 @@
 #include "find/algos.h"
 #include "find/policy.h"
 #include "util/error.h"
+#include "util/intern.h"
 
 size_t convfind_problem_key(const convfind_context *ctx, const convfind_problem *problem,
                             char *buf, size_t size)
@@ -43,7 +44,10 @@ static void export_result(const cf_candidate_stats *c, convfind_find_result *r)
 {
     const cf_algo *a = cf_algos_find(c->algo);
     memset(r, 0, sizeof *r);
-    r->algorithm = a ? a->name : "unknown";
+    /* A parameterised algorithm's result names its configuration; the public struct
+     * promises static storage, hence the interned copy. */
+    const char *name = a && a->variants ? cf_intern(c->algo) : NULL;
+    r->algorithm = name ? name : a ? a->name : "unknown";
     r->status = (convfind_candidate_status)c->status;
     r->median_ms = c->median_ms;
     r->min_ms = c->min_ms;
