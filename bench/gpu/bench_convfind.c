@@ -10,6 +10,8 @@
  * back-to-back runs each on non-zero inputs; the layer's time is the median sample /
  * 10.  total_ms = sum of count x layer time; the faster caller layout is reported last:
  *   RESULT convfind <precision> n=<N> total_ms=<x> layout=<l>
+ * BENCH_CANDIDATES=K also prints, per layer, how many candidates Find measured, failed
+ * or abandoned and its K best (configuration, median ms), to see which engines win.
  */
 #include <cuda_runtime.h>
 #include <stdio.h>
@@ -53,6 +55,24 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+/* Find's ranked candidates for one layer: counts by status and the `top` best. */
+static void show_candidates(convfind_context *ctx, const convfind_problem *p, int top)
+{
+    enum { CAP = 512 };
+    static convfind_find_result r[CAP];
+    int count = 0, by_status[4] = {0, 0, 0, 0};
+    check(convfind_find(ctx, p, r, CAP, &count), "find");
+    const int shown = count < CAP ? count : CAP;
+    for (int i = 0; i < shown; i++)
+        by_status[r[i].status]++;
+    printf("  candidates %d: ok %d failed %d not_applicable %d abandoned %d\n", count,
+           by_status[CONVFIND_CANDIDATE_OK], by_status[CONVFIND_CANDIDATE_FAILED],
+           by_status[CONVFIND_CANDIDATE_NOT_APPLICABLE], by_status[CONVFIND_CANDIDATE_ABANDONED]);
+    for (int i = 0; i < shown && i < top; i++)
+        printf("  #%d %s %s median_ms=%.4f\n", i + 1, r[i].algorithm,
+               r[i].status == CONVFIND_CANDIDATE_OK ? "ok" : "not-timed", r[i].median_ms);
+}
+
 static void desc_of(const bl_layer *l, int n, convfind_dtype dt, convfind_math_mode mm,
                     convfind_layout layout, convfind_conv_desc *d)
 {
@@ -93,6 +113,7 @@ int main(int argc, char **argv)
     const convfind_math_mode mm =
         strcmp(prec, "tf32") == 0 ? CONVFIND_MATH_ALLOW_TF32 : CONVFIND_MATH_STRICT;
     const size_t esz = dt == CONVFIND_DTYPE_F32 ? 4 : 2;
+    const int top = getenv("BENCH_CANDIDATES") ? atoi(getenv("BENCH_CANDIDATES")) : 0;
     char why[256];
     if (!convfind_cuda_available(0, why, sizeof why)) {
         printf("SKIP: %s\n", why);
@@ -130,6 +151,8 @@ int main(int argc, char **argv)
             check_cuda(cf_cuda_fill(x, dt, nx, 11, stream), "fill x");
             check_cuda(cf_cuda_fill(w, dt, nw, 12, stream), "fill w");
             double t0 = now_s();
+            if (top > 0)
+                show_candidates(ctx, p, top);
             convfind_plan *plan;
             check(convfind_plan_create(ctx, p, &plan), "plan");
             find_s += now_s() - t0;

@@ -30,29 +30,58 @@ static size_t round_up(size_t v)
     return (v + ALIGN - 1) / ALIGN * ALIGN;
 }
 
-/* Buffers around the engine: X and Y in its layout when that is not the caller's, and
- * W with channels last when the engine runs NHWC (W is always given in ONNX layout).
- * Swapping an axis with one of size 1 moves nothing (a 1x1 kernel's W, a 1x1 image),
- * so those use the caller's buffer as it is. */
+/* Buffers around the engine, which runs problem q (cf_cudnn_engine_problem of the
+ * caller's p): X and Y in its layout when that is not the caller's, W with channels last
+ * when the engine runs NHWC (W is always given in ONNX layout), and for a padded
+ * configuration X's window (Conv) or the full Y before its window (ConvTranspose), in
+ * the caller's layout.  Swapping an axis with one of size 1 moves nothing (a 1x1
+ * kernel's W, a 1x1 image), so those use the caller's buffer as it is. */
 typedef struct layout_plan {
-    bool swap_x, swap_y, swap_w;
+    cf_problem q;              /* what the engine computes */
+    bool swap_x, swap_y, swap_w, window_x, window_y;
     int64_t w_outer, w_inner;  /* W as [w_outer][w_inner][k_sp] */
-    size_t x_bytes, w_bytes, y_bytes;
+    size_t x_bytes, w_bytes, y_bytes, wx_bytes, wy_bytes;
 } layout_plan;
 
-static void layout_of(const cf_problem *p, convfind_layout engine, layout_plan *lp)
+static void layout_of(const cf_problem *p, const cf_cudnn_config *c, layout_plan *lp)
 {
+    cf_cudnn_engine_problem(p, c->padded, &lp->q);
+    const cf_problem *q = &lp->q;
     const size_t e = cf_dtype_size(p->dtype);
-    const bool other = engine != p->layout;
+    const bool other = c->layout != p->layout;
     const bool tr = p->op == CONVFIND_OP_CONV_TRANSPOSE;
     lp->w_outer = tr ? p->c : p->m;
     lp->w_inner = tr ? p->m / p->group : p->c / p->group;
-    lp->swap_x = other && p->c > 1 && p->in_sp > 1;
-    lp->swap_y = other && p->m > 1 && p->out_sp > 1;
-    lp->swap_w = engine == CONVFIND_LAYOUT_NHWC && lp->w_inner > 1 && p->k_sp > 1;
-    lp->x_bytes = lp->swap_x ? round_up(p->x_elems * e) : 0;
-    lp->y_bytes = lp->swap_y ? round_up(p->y_elems * e) : 0;
+    lp->swap_x = other && q->c > 1 && q->in_sp > 1;
+    lp->swap_y = other && q->m > 1 && q->out_sp > 1;
+    lp->swap_w = c->layout == CONVFIND_LAYOUT_NHWC && lp->w_inner > 1 && p->k_sp > 1;
+    lp->window_x = c->padded && !tr;
+    lp->window_y = c->padded && tr;
+    lp->x_bytes = lp->swap_x ? round_up(q->x_elems * e) : 0;
+    lp->y_bytes = lp->swap_y ? round_up(q->y_elems * e) : 0;
     lp->w_bytes = lp->swap_w ? round_up(p->w_elems * e) : 0;
+    lp->wx_bytes = lp->window_x ? round_up(q->x_elems * e) : 0;
+    lp->wy_bytes = lp->window_y ? round_up(q->y_elems * e) : 0;
+}
+
+static size_t staging_bytes(const layout_plan *lp)
+{
+    return lp->x_bytes + lp->y_bytes + lp->w_bytes + lp->wx_bytes + lp->wy_bytes;
+}
+
+/* Y's (ConvTranspose) or X's (Conv) window between the caller's tensor and the engine's
+ * unpadded one: src -> dst, offsets from the pads. */
+static int window(const cf_problem *p, const layout_plan *lp, const void *src, void *dst,
+                  void *stream)
+{
+    int64_t off[CF_SP];
+    const bool tr = p->op == CONVFIND_OP_CONV_TRANSPOSE;
+    for (int d = 0; d < CF_SP; d++)
+        off[d] = tr ? p->pad_begin[d] : -p->pad_begin[d];
+    return tr ? cf_cuda_window(src, dst, cf_dtype_size(p->dtype), p->layout, p->n, p->m,
+                               lp->q.out, p->out, off, stream)
+              : cf_cuda_window(src, dst, cf_dtype_size(p->dtype), p->layout, p->n, p->c, p->in,
+                               lp->q.in, off, stream);
 }
 
 /* Weights packed once for an NHWC engine (convfind_packed_weights_create). */
@@ -73,9 +102,12 @@ static convfind_status thread_plan(cf_cuda_thread *t, const cf_problem *p, const
     return st;
 }
 
+/* Every problem: pads cuDNN cannot take run as padded configurations (graph.h).  Which
+ * configurations exist is the variants' business; there may be none. */
 static bool cudnn_applicable(const cf_problem *p)
 {
-    return cf_cudnn_expressible(p);
+    (void)p;
+    return true;
 }
 
 static convfind_status cudnn_prepare_named(const cf_problem *p, const char *name, void **state)
@@ -106,7 +138,7 @@ static int cudnn_variants(const cf_problem *p, const void *device, char (*names)
     cf_cuda_thread *t;
     int count = 0;
     int prev = cf_cuda_enter(d);
-    if (cf_cudnn_expressible(p) && cf_cuda_thread_get(d, &t) == CONVFIND_OK) {
+    if (cf_cuda_thread_get(d, &t) == CONVFIND_OK) {
         const convfind_layout layouts[2] = {
             p->layout, p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
                                                          : CONVFIND_LAYOUT_NHWC};
@@ -147,7 +179,8 @@ static convfind_status launch_status(int err, const char *what)
     return err ? cf_cuda_fail(err, what) : CONVFIND_OK;
 }
 
-/* The whole call on the stream: swaps in, the engine, swap out, epilogue. */
+/* The whole call on the stream: window and swap in, the engine, swap and window out,
+ * epilogue. */
 static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const cudnn_state *s,
                                  const cf_exec_args *a)
 {
@@ -156,9 +189,10 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
     if (st != CONVFIND_OK || (st = thread_plan(t, p, s, &plan)) != CONVFIND_OK)
         return st;
     layout_plan lp;
-    layout_of(p, s->config.layout, &lp);
+    layout_of(p, &s->config, &lp);
+    const cf_problem *q = &lp.q;
     const size_t engine_ws = round_up(cf_cudnn_plan_workspace(plan));
-    const size_t total = engine_ws + lp.x_bytes + lp.y_bytes + lp.w_bytes;
+    const size_t total = engine_ws + staging_bytes(&lp);
     const size_t limit = cf_cuda_workspace_limit(t->device);
     if (limit && total > limit)
         return cf_fail(CONVFIND_ERR_UNSUPPORTED, "%s needs %zu workspace bytes, over the limit %zu",
@@ -168,16 +202,22 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
         return st;
     char *base = ws;
     void *engine_buf = engine_ws ? base : NULL;
-    void *xb = base + engine_ws, *yb = base + engine_ws + lp.x_bytes;
-    void *wb = base + engine_ws + lp.x_bytes + lp.y_bytes;
+    void *xb = base + engine_ws, *yb = (char *)xb + lp.x_bytes;
+    void *wb = (char *)yb + lp.y_bytes, *wxb = (char *)wb + lp.w_bytes;
+    void *wyb = (char *)wxb + lp.wx_bytes;
     const size_t e = cf_dtype_size(p->dtype);
     const bool to_nhwc = s->config.layout == CONVFIND_LAYOUT_NHWC;
     const void *x = a->x, *w = a->w;
-    void *y = lp.swap_y ? yb : a->y;
+    void *y_caller = lp.window_y ? wyb : a->y; /* Y in the caller's layout, q's shape */
+    void *y = lp.swap_y ? yb : y_caller;
     int err = 0;
-    if (lp.swap_x) {
-        err = to_nhwc ? cf_cuda_swap_axes(a->x, xb, e, p->n, p->c, p->in_sp, a->stream)
-                      : cf_cuda_swap_axes(a->x, xb, e, p->n, p->in_sp, p->c, a->stream);
+    if (lp.window_x) {
+        err = window(p, &lp, a->x, wxb, a->stream);
+        x = wxb;
+    }
+    if (!err && lp.swap_x) {
+        err = to_nhwc ? cf_cuda_swap_axes(x, xb, e, q->n, q->c, q->in_sp, a->stream)
+                      : cf_cuda_swap_axes(x, xb, e, q->n, q->in_sp, q->c, a->stream);
         x = xb;
     }
     const packed_w *pw = a->packed_w;
@@ -194,9 +234,13 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
     if (st == CONVFIND_OK)
         st = cf_cudnn_plan_execute(t->handle, plan, x, w, y, engine_buf);
     if (st == CONVFIND_OK && lp.swap_y)
-        st = launch_status(to_nhwc ? cf_cuda_swap_axes(yb, a->y, e, p->n, p->out_sp, p->m, a->stream)
-                                   : cf_cuda_swap_axes(yb, a->y, e, p->n, p->m, p->out_sp, a->stream),
+        st = launch_status(to_nhwc ? cf_cuda_swap_axes(yb, y_caller, e, q->n, q->out_sp, q->m,
+                                                       a->stream)
+                                   : cf_cuda_swap_axes(yb, y_caller, e, q->n, q->m, q->out_sp,
+                                                       a->stream),
                            "layout change after cuDNN");
+    if (st == CONVFIND_OK && lp.window_y)
+        st = launch_status(window(p, &lp, wyb, a->y, a->stream), "cropping Y after cuDNN");
     if (st == CONVFIND_OK && (p->has_bias || p->has_residual || p->act != CONVFIND_ACT_NONE))
         st = launch_status(cf_cuda_epilogue(p, a->b, a->z, a->y, a->stream), "epilogue");
     cf_cuda_workspace_release(t, ws, a->stream);
@@ -210,7 +254,7 @@ static convfind_status cudnn_pack_weights(const cf_problem *p, const void *state
 {
     const cudnn_state *s = state;
     layout_plan lp;
-    layout_of(p, s->config.layout, &lp);
+    layout_of(p, &s->config, &lp);
     packed_w *pw = calloc(1, sizeof *pw);
     if (!pw)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate packed weights");
@@ -274,8 +318,8 @@ convfind_status cf_cuda_algo_workspace(const cf_cuda_device *d, const cf_problem
     if ((st = cf_cuda_thread_get(d, &t)) == CONVFIND_OK &&
         (st = thread_plan(t, p, &s, &plan)) == CONVFIND_OK) {
         layout_plan lp;
-        layout_of(p, s.config.layout, &lp);
-        *bytes = round_up(cf_cudnn_plan_workspace(plan)) + lp.x_bytes + lp.y_bytes + lp.w_bytes;
+        layout_of(p, &s.config, &lp);
+        *bytes = round_up(cf_cudnn_plan_workspace(plan)) + staging_bytes(&lp);
     }
     cf_cuda_leave(prev);
     return st;

@@ -59,10 +59,40 @@ bool cf_cudnn_expressible(const cf_problem *p)
     return true;
 }
 
+void cf_cudnn_engine_problem(const cf_problem *p, bool padded, cf_problem *q)
+{
+    *q = *p;
+    if (!padded)
+        return;
+    q->in_sp = q->out_sp = 1;
+    for (int d = 0; d < CF_SP; d++) {
+        if (d < p->nsp) {
+            if (p->op == CONVFIND_OP_CONV_TRANSPOSE)
+                q->out[d] = (p->in[d] - 1) * p->stride[d] + p->dil[d] * (p->k[d] - 1) + 1;
+            else
+                q->in[d] = p->in[d] + p->pad_begin[d] + p->pad_end[d];
+        }
+        q->pad_begin[d] = q->pad_end[d] = q->out_pad[d] = 0;
+        q->in_sp *= q->in[d];
+        q->out_sp *= q->out[d];
+    }
+    q->x_elems = (size_t)(q->n * q->c * q->in_sp);
+    q->y_elems = (size_t)(q->n * q->m * q->out_sp);
+}
+
+static bool symmetric_pads(const cf_problem *p)
+{
+    for (int d = 0; d < p->nsp; d++)
+        if (p->pad_begin[d] != p->pad_end[d])
+            return false;
+    return true;
+}
+
 bool cf_cudnn_config_name(const cf_cudnn_config *c, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "%s%s:e%" PRId64, CF_CUDNN_PREFIX,
-                     c->layout == CONVFIND_LAYOUT_NHWC ? "nhwc" : "nchw", c->engine);
+    int n = snprintf(buf, size, "%s%s%s:e%" PRId64, CF_CUDNN_PREFIX,
+                     c->layout == CONVFIND_LAYOUT_NHWC ? "nhwc" : "nchw",
+                     c->padded ? "+pad" : "", c->engine);
     for (int i = 0; i < c->n_knobs && n >= 0 && (size_t)n < size; i++)
         n += snprintf(buf + n, size - (size_t)n, "%s%d=%" PRId64, i ? "," : ":k", c->knob_type[i],
                       c->knob_value[i]);
@@ -88,10 +118,14 @@ convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c)
     bool ok = strncmp(s, CF_CUDNN_PREFIX, plen) == 0;
     if (ok) {
         s += plen;
-        if (strncmp(s, "nchw:e", 6) == 0 || strncmp(s, "nhwc:e", 6) == 0) {
+        if (strncmp(s, "nchw", 4) == 0 || strncmp(s, "nhwc", 4) == 0) {
             c->layout = s[1] == 'h' ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
-            s += 6;
-            ok = parse_i64(&s, &c->engine) && c->engine >= 0;
+            s += 4;
+            c->padded = strncmp(s, "+pad", 4) == 0;
+            s += c->padded ? 4 : 0;
+            ok = strncmp(s, ":e", 2) == 0;
+            s += ok ? 2 : 0;
+            ok = ok && parse_i64(&s, &c->engine) && c->engine >= 0;
         } else {
             ok = false;
         }
@@ -393,7 +427,8 @@ done:
 
 static bool same_config(const cf_cudnn_config *a, const cf_cudnn_config *b)
 {
-    if (a->layout != b->layout || a->engine != b->engine || a->n_knobs != b->n_knobs)
+    if (a->layout != b->layout || a->padded != b->padded || a->engine != b->engine ||
+        a->n_knobs != b->n_knobs)
         return false;
     for (int i = 0; i < a->n_knobs; i++)
         if (a->knob_type[i] != b->knob_type[i] || a->knob_value[i] != b->knob_value[i])
@@ -445,22 +480,98 @@ done:
     cf_clear_error();
 }
 
+/* Appends every engine of the graph's global list that the heuristics did not name,
+ * with its default knobs.  The heuristic modes rank only the engines they model: under
+ * strict f32 math on the H200 they never offered the engine behind the legacy API's
+ * non-fused Winograd algorithm, which runs ResNet-50's 3x3 layers 2.5x faster than
+ * anything they list (docs/cuda.md).  An engine that cannot run the graph refuses at
+ * finalize and is skipped here. */
+static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
+                               convfind_layout layout, cf_cudnn_config *out, int cap, int *count)
+{
+    int64_t total = 0, got = 0;
+    if (cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
+                                 CUDNN_TYPE_INT64, 1, &got, &total) != 0)
+        total = 0;
+    for (int64_t id = 0; id < total && *count < cap; id++) {
+        bool named = false;
+        for (int j = 0; j < *count && !named; j++)
+            named = out[j].engine == id;
+        if (named)
+            continue;
+        cudnnBackendDescriptor_t engine = NULL, cfg = NULL;
+        cf_cudnn_config c;
+        bool admissible = false;
+        char name[CF_ALGO_NAME_MAX];
+        if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) == 0 &&
+            cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g) == 0 &&
+            cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
+                                     &id) == 0 &&
+            cudnnBackendFinalize(engine) == 0 &&
+            cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, &cfg) == 0 &&
+            cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
+                                     CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine) == 0 &&
+            cudnnBackendFinalize(cfg) == 0 &&
+            read_config(cfg, p, layout, &c, &admissible) == CONVFIND_OK && admissible &&
+            cf_cudnn_config_name(&c, name, sizeof name))
+            out[(*count)++] = c;
+        destroy(&cfg);
+        destroy(&engine);
+    }
+    cf_clear_error();
+}
+
+/* Reorders `c` so that each engine's first configuration comes before any engine's
+ * second, keeping the order within both parts.  Find stops starting candidates when its
+ * time budget is spent, and on the H200 an engine's knob variants differed by tens of
+ * percent where engines differed by 2-3x: trying every engine once first spends a
+ * short budget where it matters. */
+static void engines_first(cf_cudnn_config *c, int n)
+{
+    cf_cudnn_config *tmp = malloc((size_t)(n > 0 ? n : 1) * sizeof *tmp);
+    if (!tmp)
+        return; /* the heuristics' order is still a valid order */
+    int k = 0;
+    for (int pass = 0; pass < 2; pass++)
+        for (int i = 0; i < n; i++) {
+            bool repeat = false;
+            for (int j = 0; j < i && !repeat; j++)
+                repeat = c[j].engine == c[i].engine;
+            if (repeat == (pass == 1))
+                tmp[k++] = c[i];
+        }
+    memcpy(c, tmp, (size_t)n * sizeof *c);
+    free(tmp);
+}
+
 convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
                                    convfind_layout layout, cf_cudnn_config *out, int cap,
                                    int *count)
 {
     *count = 0;
-    if (!cf_cudnn_expressible(p))
-        return CONVFIND_OK;
-    graph g;
-    convfind_status st = graph_build(handle, p, layout, &g);
-    if (st != CONVFIND_OK)
-        return st;
-    const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
-                                            CUDNN_HEUR_MODE_FALLBACK};
-    for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-        add_mode(g.graph, modes[i], p, layout, out, cap, count);
-    graph_free(&g);
+    const bool native = cf_cudnn_expressible(p);
+    /* Native first; padded only where native pads are impossible or no engine took the
+     * asymmetric ones (symmetric pads are what every engine takes). */
+    for (int padded = native ? 0 : 1; padded < 2 && *count == 0; padded++) {
+        if (padded && native && symmetric_pads(p))
+            break;
+        cf_problem q;
+        cf_cudnn_engine_problem(p, padded, &q);
+        graph g;
+        convfind_status st = graph_build(handle, &q, layout, &g);
+        if (st != CONVFIND_OK)
+            return st;
+        const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
+                                                CUDNN_HEUR_MODE_FALLBACK};
+        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
+            add_mode(g.graph, modes[i], &q, layout, out, cap, count);
+        add_global_engines(g.graph, &q, layout, out, cap, count);
+        graph_free(&g);
+        for (int i = 0; i < *count; i++)
+            out[i].padded = padded;
+    }
+    engines_first(out, *count);
     return CONVFIND_OK;
 }
 
@@ -493,12 +604,14 @@ convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
                                      const cf_cudnn_config *c, cf_cudnn_plan **out)
 {
     *out = NULL;
-    if (!cf_cudnn_expressible(p))
+    if (!c->padded && !cf_cudnn_expressible(p))
         return cf_fail(CONVFIND_ERR_UNSUPPORTED, "cuDNN cannot express this problem's pads");
     cf_cudnn_plan *pl = calloc(1, sizeof *pl);
     if (!pl)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cuDNN plan");
-    convfind_status st = graph_build(handle, p, c->layout, &pl->g);
+    cf_problem q;
+    cf_cudnn_engine_problem(p, c->padded, &q);
+    convfind_status st = graph_build(handle, &q, c->layout, &pl->g);
     if (st != CONVFIND_OK) {
         free(pl);
         return st;

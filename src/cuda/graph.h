@@ -5,14 +5,17 @@
  * Conv runs as a forward convolution; ConvTranspose as the backward-data convolution
  * of the Conv that maps Y's shape to X's (its dY is our X, its dX our Y).  1-D problems
  * get a leading spatial axis of size 1.  Pads go in as cuDNN's pre- and post-paddings,
- * so asymmetric pads are native wherever an engine accepts them; engines that do not
- * are simply not offered by the heuristics.
+ * so asymmetric pads are native wherever an engine accepts them.  Where none does, or
+ * cuDNN cannot express the pads at all (negative ConvTranspose pads, output padding >=
+ * stride), the configurations are "padded": the engine runs the same convolution
+ * without pads (cf_cudnn_engine_problem) and a window kernel pads X before it (Conv)
+ * or crops and pads Y after it (ConvTranspose).
  *
  * A configuration's name is what decisions store, stable for one cuDNN version and GPU:
- *     cuda.cudnn:<layout>:e<engine global index>[:k<knob type>=<value>,...]
+ *     cuda.cudnn:<layout>[+pad]:e<engine global index>[:k<knob type>=<value>,...]
  * e.g. "cuda.cudnn:nhwc:e12:k3=2,5=1".  <layout> is the physical layout the engine runs
- * in; when it differs from the caller's, X and Y are transposed around it.  Knobs are
- * listed in the order the heuristics gave them.
+ * in; when it differs from the caller's, X and Y are transposed around it.  "+pad" marks
+ * a padded configuration.  Knobs are listed in the order the heuristics gave them.
  */
 #ifndef CONVFIND_CUDA_GRAPH_H
 #define CONVFIND_CUDA_GRAPH_H
@@ -29,15 +32,21 @@
 
 typedef struct cf_cudnn_config {
     convfind_layout layout;      /* physical layout the engine runs in */
+    bool padded;                 /* runs cf_cudnn_engine_problem(p) with explicit padding */
     int64_t engine;              /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX */
     int n_knobs;
     int knob_type[CF_CUDNN_MAX_KNOBS];
     int64_t knob_value[CF_CUDNN_MAX_KNOBS];
 } cf_cudnn_config;
 
-/* Whether cuDNN can express `p` at all (non-negative pads; ConvTranspose with output
- * padding below the stride).  Pure. */
+/* Whether cuDNN can express `p`'s pads natively (non-negative pads; ConvTranspose with
+ * output padding below the stride).  Pure. */
 bool cf_cudnn_expressible(const cf_problem *p);
+
+/* The problem a configuration's engine runs for `p`: `p` itself, or when `padded`, `p`
+ * without pads and output padding: a Conv over X grown by the pads (X's window), a
+ * ConvTranspose to its full output (cropped into Y afterwards).  Pure. */
+void cf_cudnn_engine_problem(const cf_problem *p, bool padded, cf_problem *q);
 
 /* The name of `c` into buf; false when it does not fit `size` (the configuration is
  * then not offered: decisions store names of bounded length). */
@@ -47,10 +56,14 @@ bool cf_cudnn_config_name(const cf_cudnn_config *c, char *buf, size_t size);
  * anything else. */
 convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c);
 
-/* The configurations cuDNN's heuristics offer for `p` in physical layout `layout`:
- * modes A, then B, then the fallback list, each configuration with the knob choices the
+/* The configurations cuDNN offers for `p` in physical layout `layout`: heuristic modes
+ * A, then B, then the fallback list, each configuration with the knob choices the
  * heuristics give, duplicates removed, in that order (the first is the heuristic
- * choice).  Under CONVFIND_MATH_STRICT with f32 data, engines that use tensor cores
+ * choice); then every other engine of the graph's global list that finalizes for it,
+ * with default knobs.  When that finds none for pads that are asymmetric or not
+ * expressible, the same search on the padded problem gives padded configurations.  Then reordered so that every engine's first configuration comes
+ * before any engine's second (order kept within each part): Find's time budget is
+ * spent across engines before knob variants.  Under CONVFIND_MATH_STRICT with f32 data, engines that use tensor cores
  * (TF32) or convert inputs down are left out.  Writes up to `cap` into out and the
  * number written into *count.  Must run inside cf_cuda_enter() with `handle` the
  * calling thread's. */
@@ -60,7 +73,7 @@ convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
 
 typedef struct cf_cudnn_plan cf_cudnn_plan;
 
-/* Finalizes configuration `c` for `p` on `handle`.  CONVFIND_ERR_BACKEND with cuDNN's
+/* Finalizes configuration `c` for `p` (for a padded one, its engine problem) on `handle`.  CONVFIND_ERR_BACKEND with cuDNN's
  * message when cuDNN refuses it.  The plan may only be used with `handle`. */
 convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
                                      const cf_cudnn_config *c, cf_cudnn_plan **out);

@@ -1,6 +1,6 @@
 /*
  * kernels.cu - the CUDA backend's own kernels (see kernels.h): axis swaps for layout
- * changes, the epilogue, the direct convolution, fills and conversions.
+ * changes, spatial windows for explicit padding, the epilogue, the direct convolution, fills and conversions.
  *
  * None of these is on a hot path the way the cuDNN engines are, except the axis swap,
  * which the "transpose, run, transpose back" candidates pay on every call: it goes
@@ -91,6 +91,42 @@ __global__ void swap_axes_kernel(const T *src, T *dst, int64_t n, int64_t a, int
                 d[bi * a + ai] = tile[threadIdx.x][j];
         }
         __syncthreads();
+    }
+}
+
+/* The spatial window of a tensor (see cf_cuda_window); one thread per dst value. */
+struct window_shape {
+    int64_t n, c, src[CF_SP], dst[CF_SP], off[CF_SP], src_sp, dst_sp;
+    convfind_layout layout;
+};
+
+template <typename T>
+__global__ void window_kernel(window_shape w, const T *src, T *dst)
+{
+    const int64_t total = w.n * w.c * w.dst_sp;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < total;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        int64_t n, c, s;
+        if (w.layout == CONVFIND_LAYOUT_NHWC) {
+            c = i % w.c;
+            s = (i / w.c) % w.dst_sp;
+            n = i / (w.c * w.dst_sp);
+        } else {
+            s = i % w.dst_sp;
+            c = (i / w.dst_sp) % w.c;
+            n = i / (w.dst_sp * w.c);
+        }
+        /* dst spatial index -> src spatial index, axis by axis (last axis fastest). */
+        int64_t rest = s, src_s = 0, scale = 1;
+        bool inside = true;
+        for (int d = CF_SP - 1; d >= 0; d--) {
+            const int64_t o = rest % w.dst[d] + w.off[d];
+            rest /= w.dst[d];
+            inside = inside && o >= 0 && o < w.src[d];
+            src_s += o * scale;
+            scale *= w.src[d];
+        }
+        dst[i] = inside ? src[offset(w.layout, n, c, src_s, w.c, w.src_sp)] : T(0);
     }
 }
 
@@ -214,6 +250,29 @@ extern "C" int cf_cuda_swap_axes(const void *src, void *dst, size_t elem_size, i
         swap_axes_kernel<<<grid, block, 0, s>>>((const uint16_t *)src, (uint16_t *)dst, n, a, b);
     else if (elem_size == 4)
         swap_axes_kernel<<<grid, block, 0, s>>>((const uint32_t *)src, (uint32_t *)dst, n, a, b);
+    else
+        return (int)cudaErrorInvalidValue;
+    return launched();
+}
+
+extern "C" int cf_cuda_window(const void *src, void *dst, size_t elem_size,
+                              convfind_layout layout, int64_t n, int64_t c, const int64_t *src_sp,
+                              const int64_t *dst_sp, const int64_t *off, void *stream)
+{
+    window_shape w = {n, c, {0}, {0}, {0}, 1, 1, layout};
+    for (int d = 0; d < CF_SP; d++) {
+        w.src[d] = src_sp[d];
+        w.dst[d] = dst_sp[d];
+        w.off[d] = off[d];
+        w.src_sp *= src_sp[d];
+        w.dst_sp *= dst_sp[d];
+    }
+    const unsigned grid = grid_for(n * c * w.dst_sp, 256);
+    cudaStream_t s = (cudaStream_t)stream;
+    if (elem_size == 2)
+        window_kernel<<<grid, 256, 0, s>>>(w, (const uint16_t *)src, (uint16_t *)dst);
+    else if (elem_size == 4)
+        window_kernel<<<grid, 256, 0, s>>>(w, (const uint32_t *)src, (uint32_t *)dst);
     else
         return (int)cudaErrorInvalidValue;
     return launched();

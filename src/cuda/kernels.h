@@ -3,7 +3,8 @@
  *
  * cuDNN does the convolutions; these do what surrounds them: moving tensors between
  * channels-first and channels-last (the "transpose, run, transpose back" candidates),
- * the bias/residual/activation epilogue, non-zero test data for Find and the tests, and
+ * zero-padding or cropping the spatial axes (pads cuDNN cannot take), the
+ * bias/residual/activation epilogue, non-zero test data for Find and the tests, and
  * a direct convolution that runs every problem the library accepts (any group, dilation,
  * pad including negative ConvTranspose pads, output padding, dtype, layout, epilogue).
  * The direct kernel is the CUDA backend's always-valid fallback and Find's GPU
@@ -30,6 +31,16 @@ extern "C" {
  * (a = sp, b = c).  elem_size 2 or 4. */
 int cf_cuda_swap_axes(const void *src, void *dst, size_t elem_size, int64_t n, int64_t a,
                       int64_t b, void *stream);
+
+/* The spatial window of an [n][c][spatial] tensor in `layout` (3 spatial axes, unused
+ * ones of size 1): dst[n][c][o] = src[n][c][o + off] where o + off lies inside src_sp on
+ * every axis, else 0.  A negative offset pads in front, a window larger than the source
+ * pads behind, a smaller one crops: this is the explicit padding around cuDNN for pads
+ * it cannot take natively (docs/cuda.md).  elem_size 2 or 4; src and dst must not
+ * overlap. */
+int cf_cuda_window(const void *src, void *dst, size_t elem_size, convfind_layout layout,
+                   int64_t n, int64_t c, const int64_t *src_sp, const int64_t *dst_sp,
+                   const int64_t *off, void *stream);
 
 /* Y = act(Y + B + Z) in place, Y in the problem's dtype and layout; b, z may be NULL. */
 int cf_cuda_epilogue(const cf_problem *p, const void *b, const void *z, void *y, void *stream);

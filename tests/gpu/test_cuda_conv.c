@@ -5,8 +5,11 @@
  *
  * Per problem: cuda.direct (the fallback and Find's reference), every cuDNN
  * configuration the heuristics offer (up to a cap; each one cuDNN accepts must be
- * right, a refusal is counted), and the plan Find chooses under EXHAUSTIVE.  Exits 77
- * (skip) without a GPU.
+ * right, a refusal is counted), and the plan Find chooses under EXHAUSTIVE.  After the
+ * random problems come fixed ones whose pads cuDNN cannot take (negative ConvTranspose
+ * pads from output_shape, output padding >= stride): their configurations are the
+ * padded ones ("+pad", explicit window kernels around the engine), and at least one
+ * must run and be right.  Exits 77 (skip) without a GPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -77,6 +80,36 @@ static void random_desc(convfind_conv_desc *d, int i)
     }
 }
 
+#define PAD_PROBLEMS 3
+
+/* Problems only padded configurations can run (see the top of the file). */
+static void padding_desc(convfind_conv_desc *d, int j)
+{
+    convfind_conv_desc_init(d);
+    d->op = CONVFIND_OP_CONV_TRANSPOSE;
+    d->layout = j == 1 ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
+    d->dtype = j == 2 ? CONVFIND_DTYPE_F16 : CONVFIND_DTYPE_F32;
+    d->x_rank = d->w_rank = 4;
+    const int64_t x[4] = {2, 4, 5, 6}, w[4] = {4, 3, 3, 3};
+    memcpy(d->x_dims, x, sizeof x);
+    memcpy(d->w_dims, w, sizeof w);
+    d->strides.count = d->dilations.count = 2;
+    d->has_bias = j != 0;
+    d->activation = j == 2 ? CONVFIND_ACT_RELU : CONVFIND_ACT_NONE;
+    if (j == 0) { /* output padding 2 >= stride 2 (allowed: below the dilation, 3) */
+        d->strides.v[0] = d->strides.v[1] = 2;
+        d->dilations.v[0] = d->dilations.v[1] = 3;
+        d->output_padding.count = 2;
+        d->output_padding.v[0] = d->output_padding.v[1] = 2;
+    } else { /* output_shape one past the full output (11x13): a pad of -1 per axis */
+        d->strides.v[0] = d->strides.v[1] = 2;
+        d->dilations.v[0] = d->dilations.v[1] = 1;
+        d->output_shape.count = 2;
+        d->output_shape.v[0] = 12;
+        d->output_shape.v[1] = 14;
+    }
+}
+
 static int failures;
 
 static void expect_ok(double err, double tol, const char *what, const char *algo, int i)
@@ -92,10 +125,13 @@ int main(void)
     gu_require_gpu();
     convfind_context *forced = gu_context(CONVFIND_FIND_HEURISTIC, NULL);
     convfind_context *tuned = gu_context(CONVFIND_FIND_EXHAUSTIVE, NULL);
-    int configs_ok = 0, configs_refused = 0, cudnn_chosen = 0;
-    for (int i = 0; i < PROBLEMS; i++) {
+    int configs_ok = 0, configs_refused = 0, cudnn_chosen = 0, padded_ok = 0;
+    for (int i = 0; i < PROBLEMS + PAD_PROBLEMS; i++) {
         convfind_conv_desc desc;
-        random_desc(&desc, i);
+        if (i < PROBLEMS)
+            random_desc(&desc, i);
+        else
+            padding_desc(&desc, i - PROBLEMS);
         convfind_problem *p = gu_problem(&desc);
         char text[256];
         convfind_problem_describe(p, text, sizeof text);
@@ -126,6 +162,7 @@ int main(void)
             gu_poison(&d);
             if (cf_algo_cuda_cudnn.execute(p, state, &a) == CONVFIND_OK) {
                 configs_ok++;
+                padded_ok += strstr(name, "+pad:") != NULL;
                 expect_ok(gu_error(&d), tol, "config", name, i);
             } else {
                 configs_refused++;
@@ -147,12 +184,12 @@ int main(void)
     }
     convfind_context_stats s;
     gu_check(convfind_context_stats_get(tuned, &s), "stats");
-    printf("cuDNN configurations: %d correct, %d refused by cuDNN; Find chose cuDNN for %d of "
-           "%d problems; %llu finds, %d failures\n",
-           configs_ok, configs_refused, cudnn_chosen, PROBLEMS, (unsigned long long)s.finds,
-           failures);
-    if (configs_ok == 0) {
-        printf("FAIL: no cuDNN configuration ran\n");
+    printf("cuDNN configurations: %d correct (%d padded), %d refused by cuDNN; Find chose cuDNN "
+           "for %d of %d problems; %llu finds, %d failures\n",
+           configs_ok, padded_ok, configs_refused, cudnn_chosen, PROBLEMS + PAD_PROBLEMS,
+           (unsigned long long)s.finds, failures);
+    if (configs_ok == 0 || padded_ok == 0) {
+        printf("FAIL: no %scuDNN configuration ran\n", configs_ok ? "padded " : "");
         failures++;
     }
     convfind_context_destroy(tuned);
