@@ -132,9 +132,9 @@ static void cudnn_release(void *state)
     free(state);
 }
 
-static int cudnn_variants(const cf_problem *p, const void *device, char (*names)[64], int cap)
+int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, bool unlisted,
+                           char (*names)[64], int cap)
 {
-    const cf_cuda_device *d = device;
     cf_cuda_thread *t;
     int count = 0;
     int prev = cf_cuda_enter(d);
@@ -148,7 +148,8 @@ static int cudnn_variants(const cf_problem *p, const void *device, char (*names)
         cf_cudnn_config *c = calloc(2 * (size_t)half, sizeof *c);
         int n[2] = {0, 0};
         for (int l = 0; c && l < 2; l++)
-            if (cf_cudnn_enumerate(t->handle, p, layouts[l], c + l * half, half, &n[l]) !=
+            if (cf_cudnn_enumerate(t->handle, p, layouts[l], unlisted, c + l * half, half,
+                                   &n[l]) !=
                 CONVFIND_OK)
                 n[l] = 0;
         for (int i = 0; i < half; i++)
@@ -161,6 +162,12 @@ static int cudnn_variants(const cf_problem *p, const void *device, char (*names)
     cf_cuda_leave(prev);
     cf_clear_error();
     return count;
+}
+
+/* The algorithm's variants: what the heuristics list (no unlisted engines; see algos.h). */
+static int cudnn_variants(const cf_problem *p, const void *device, char (*names)[64], int cap)
+{
+    return cf_cuda_cudnn_variants(p, device, false, names, cap);
 }
 
 static convfind_status aligned16(const cf_exec_args *a)

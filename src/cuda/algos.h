@@ -4,7 +4,8 @@
  *   cuda.cudnn   every cuDNN engine configuration the heuristics offer, one variant
  *                each (names in graph.h), in the caller's layout and in the other one
  *                (transposed around the engine, timed end to end), interleaved so
- *                that a Find cut short by its budget has tried both.
+ *                that a Find cut short by its budget has tried both.  A validating
+ *                Find also gets the engines the heuristics do not list.
  *   cuda.direct  the direct kernel (kernels.h): runs every problem; the fallback.
  */
 #ifndef CONVFIND_CUDA_ALGOS_H
@@ -17,6 +18,14 @@
 
 extern const cf_algo cf_algo_cuda_cudnn;
 extern const cf_algo cf_algo_cuda_direct;
+
+/* Writes up to `cap` cuda.cudnn configuration names for `p` on `d` (the algorithm's
+ * variants) and returns how many.  With `unlisted`, every engine of cuDNN's global list
+ * that finalizes is added: on the H200 one such engine finalized and then computed
+ * wrong results (test_cuda_conv), so only a Find that validates each candidate against
+ * cuda.direct may offer them.  Thread-safe. */
+int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, bool unlisted,
+                           char (*names)[64], int cap);
 
 /* Device workspace one execution of form `name` needs for `p` on `d` (finalizing and
  * caching its plan on the calling thread).  CONVFIND_ERR_BACKEND when cuDNN refuses it. */

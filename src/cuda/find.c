@@ -22,8 +22,10 @@ typedef struct cands {
     cf_candidate_stats s[CF_CUDA_MAX_VARIANTS + 1];
 } cands;
 
-/* Every candidate name for p on d, cuDNN configurations first. */
-static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem *p, cands **out)
+/* Every candidate name for p on d, cuDNN configurations first; with `unlisted`, also
+ * the engines the heuristics do not list (only for a Find that validates them). */
+static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem *p, bool unlisted,
+                                       cands **out)
 {
     char (*names)[64] = calloc(CF_CUDA_MAX_VARIANTS, sizeof *names);
     cands *c = calloc(1, sizeof *c);
@@ -32,9 +34,7 @@ static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem
         free(c);
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate the CUDA candidate list");
     }
-    int n = cf_algo_cuda_cudnn.applicable(p)
-                ? cf_algo_cuda_cudnn.variants(p, d, names, CF_CUDA_MAX_VARIANTS)
-                : 0;
+    int n = cf_cuda_cudnn_variants(p, d, unlisted, names, CF_CUDA_MAX_VARIANTS);
     for (int i = 0; i < n; i++) {
         c->algo[i] = &cf_algo_cuda_cudnn;
         memcpy(c->s[i].algo, names[i], sizeof c->s[i].algo);
@@ -66,7 +66,7 @@ convfind_status cf_cuda_find_heuristic(const cf_cuda_device *d, const cf_problem
 {
     memset(out, 0, sizeof *out);
     cands *c;
-    convfind_status st = list_candidates(d, p, &c);
+    convfind_status st = list_candidates(d, p, false, &c);
     if (st != CONVFIND_OK)
         return st;
     for (int i = 0; i < c->n; i++)
@@ -299,7 +299,7 @@ convfind_status cf_cuda_find_measure(const cf_cuda_device *d, const cf_problem *
 {
     memset(out, 0, sizeof *out);
     cands *c;
-    convfind_status st = list_candidates(d, p, &c);
+    convfind_status st = list_candidates(d, p, cfg->validate, &c);
     if (st != CONVFIND_OK)
         return st;
     const int n = c->n;

@@ -59,8 +59,9 @@ convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c);
 /* The configurations cuDNN offers for `p` in physical layout `layout`: heuristic modes
  * A, then B, then the fallback list, each configuration with the knob choices the
  * heuristics give, duplicates removed, in that order (the first is the heuristic
- * choice); then every other engine of the graph's global list that finalizes for it,
- * with default knobs.  When that finds none for pads that are asymmetric or not
+ * choice); then, with `global_engines`, every other engine of the graph's global list
+ * that finalizes for it, with default knobs (unvetted by cuDNN's heuristics: a caller
+ * must check their results).  When that finds none for pads that are asymmetric or not
  * expressible, the same search on the padded problem gives padded configurations.  Then reordered so that every engine's first configuration comes
  * before any engine's second (order kept within each part): Find's time budget is
  * spent across engines before knob variants.  Under CONVFIND_MATH_STRICT with f32 data, engines that use tensor cores
@@ -68,8 +69,8 @@ convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c);
  * number written into *count.  Must run inside cf_cuda_enter() with `handle` the
  * calling thread's. */
 convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
-                                   convfind_layout layout, cf_cudnn_config *out, int cap,
-                                   int *count);
+                                   convfind_layout layout, bool global_engines,
+                                   cf_cudnn_config *out, int cap, int *count);
 
 typedef struct cf_cudnn_plan cf_cudnn_plan;
 
