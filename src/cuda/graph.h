@@ -5,9 +5,9 @@
  * Conv runs as a forward convolution; ConvTranspose as the backward-data convolution
  * of the Conv that maps Y's shape to X's (its dY is our X, its dX our Y).  1-D problems
  * get a leading spatial axis of size 1.  Pads go in as cuDNN's pre- and post-paddings,
- * so asymmetric pads are native wherever an engine accepts them.  Where none does, or
- * cuDNN cannot express the pads at all (negative ConvTranspose pads, output padding >=
- * stride), the configurations are "padded": the engine runs the same convolution
+ * so a Conv's asymmetric pads are native wherever an engine accepts them.  Where none
+ * does, or for a ConvTranspose with negative, asymmetric or output padding, the
+ * configurations are "padded": the engine runs the same convolution
  * without pads (cf_cudnn_engine_problem) and a window kernel pads X before it (Conv)
  * or crops and pads Y after it (ConvTranspose).
  *
@@ -39,8 +39,8 @@ typedef struct cf_cudnn_config {
     int64_t knob_value[CF_CUDNN_MAX_KNOBS];
 } cf_cudnn_config;
 
-/* Whether cuDNN can express `p`'s pads natively (non-negative pads; ConvTranspose with
- * output padding below the stride).  Pure. */
+/* Whether `p`'s pads go to cuDNN natively: non-negative pads; for ConvTranspose also
+ * symmetric pads and no output padding (graph.c says why).  Pure. */
 bool cf_cudnn_expressible(const cf_problem *p);
 
 /* The problem a configuration's engine runs for `p`: `p` itself, or when `padded`, `p`
