@@ -184,31 +184,72 @@ static bool cancelled(const cf_find_config *cfg)
     return cfg->cancel && atomic_load_explicit(cfg->cancel, memory_order_relaxed);
 }
 
-/* Measures one usable candidate into `c`.  `best_ms` is the best median so far (0: none);
- * `share_s` its time allowance.  Returns CONVFIND_ERR_BACKEND only when cancelled. */
-static convfind_status measure(const bench *bn, const cf_algo *a, cf_candidate_stats *c,
-                               double best_ms, double share_s)
+/* What one candidate's executions need: its state, workspace and packed weights. */
+typedef struct ready {
+    const cf_algo *a;
+    void *state, *ws, *packed;
+    size_t ws_size;
+} ready;
+
+static void ready_free(ready *rd)
 {
-    void *state = NULL, *ws = NULL, *packed = NULL;
-    if (a->prepare && a->prepare(bn->p, &state) != CONVFIND_OK) {
+    if (rd->packed && rd->a->free_packed)
+        rd->a->free_packed(rd->packed);
+    free(rd->ws);
+    if (rd->a->release)
+        rd->a->release(rd->state);
+    memset(rd, 0, sizeof *rd);
+}
+
+/* Prepares candidate `a` (its workspace size in c) for timed runs; on failure sets
+ * c->status and returns false with nothing held. */
+static bool ready_make(const bench *bn, const cf_algo *a, cf_candidate_stats *c, ready *rd)
+{
+    memset(rd, 0, sizeof *rd);
+    rd->a = a;
+    rd->ws_size = c->workspace_bytes;
+    if (a->prepare && a->prepare(bn->p, &rd->state) != CONVFIND_OK) {
         c->status = CF_CAND_FAILED;
-        return CONVFIND_OK;
+        memset(rd, 0, sizeof *rd); /* nothing to release */
+        return false;
     }
-    size_t rounded = (c->workspace_bytes + 63) & ~(size_t)63;
-    if (c->workspace_bytes && (rounded < c->workspace_bytes || !(ws = aligned_alloc(64, rounded)))) {
+    size_t rounded = (rd->ws_size + 63) & ~(size_t)63;
+    if (rd->ws_size && (rounded < rd->ws_size || !(rd->ws = aligned_alloc(64, rounded)))) {
         /* No verdict: memory may be available later (DESIGN.md: an out-of-memory during
          * Find must not pin a slow fallback). */
         c->status = CF_CAND_ABANDONED;
-        goto done;
+        ready_free(rd);
+        return false;
     }
     /* Timed as a plan runs with weights packed once (convfind_packed_weights_create),
      * the steady state of inference: charged with packing on every run, direct and
      * Winograd kernels lost ResNet-50's res5 3x3 to im2col (1.45 ms) although they take
      * 0.9 and 0.7 ms with packed weights. */
-    if (a->pack_weights && a->pack_weights(bn->p, state, bn->w, &packed) != CONVFIND_OK) {
+    if (a->pack_weights && a->pack_weights(bn->p, rd->state, bn->w, &rd->packed) != CONVFIND_OK) {
         c->status = CF_CAND_ABANDONED; /* an allocation, like the workspace: no verdict */
-        goto done;
+        ready_free(rd);
+        return false;
     }
+    return true;
+}
+
+/* One timed run of a ready candidate into Y, in milliseconds (negative: it failed). */
+static double timed_run(const bench *bn, const ready *rd)
+{
+    double t0 = now_s();
+    convfind_status st = run_once(bn, rd->a, rd->state, rd->packed, rd->ws, rd->ws_size, bn->y);
+    return st == CONVFIND_OK ? (now_s() - t0) * 1e3 : -1.0;
+}
+
+/* Measures one usable candidate into `c`.  `best_ms` is the best median so far (0: none);
+ * `share_s` its time allowance.  Returns CONVFIND_ERR_BACKEND only when cancelled. */
+static convfind_status measure(const bench *bn, const cf_algo *a, cf_candidate_stats *c,
+                               double best_ms, double share_s)
+{
+    ready rd;
+    if (!ready_make(bn, a, c, &rd))
+        return cancelled(bn->cfg) ? cf_fail(CONVFIND_ERR_BACKEND, "find cancelled") : CONVFIND_OK;
+    void *state = rd.state, *ws = rd.ws, *packed = rd.packed;
     /* Both paths an execution may take are checked: without packed weights (plans whose
      * caller packs nothing, fallbacks) and with them (the one timed). */
     if (!validated_run(bn, a, state, NULL, ws, c->workspace_bytes) ||
@@ -231,13 +272,12 @@ static convfind_status measure(const bench *bn, const cf_algo *a, cf_candidate_s
             c->status = CF_CAND_ABANDONED;
             break;
         }
-        double t0 = now_s();
-        convfind_status st = run_once(bn, a, state, packed, ws, c->workspace_bytes, bn->y);
-        t[n++] = (now_s() - t0) * 1e3;
-        if (st != CONVFIND_OK) {
+        double ms = timed_run(bn, &rd);
+        if (ms < 0.0) {
             c->status = CF_CAND_FAILED;
             break;
         }
+        t[n++] = ms;
         if (cf_find_abandon(t, n, best_ms)) {
             c->status = CF_CAND_ABANDONED;
             break;
@@ -247,12 +287,66 @@ static convfind_status measure(const bench *bn, const cf_algo *a, cf_candidate_s
     }
     cf_find_summarize(c, t, n);
 done:
-    if (packed && a->free_packed)
-        a->free_packed(packed);
-    free(ws);
-    if (a->release)
-        a->release(state);
+    ready_free(&rd);
     return cancelled(bn->cfg) ? cf_fail(CONVFIND_ERR_BACKEND, "find cancelled") : CONVFIND_OK;
+}
+
+/* The final round (find.h, step 4): the OK candidates within CF_FIND_FINAL_WINDOW of the
+ * fastest median, at most CF_FIND_FINALISTS, timed again in turns, one run each per
+ * round with the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds
+ * within `round_s`; their statistics become those of this round.  Timed one after the
+ * other, candidates meet different machine states (another process's burst, a clock
+ * change), and on a shared two-core machine that alone reordered candidates 10-30%
+ * apart from one run of Find to the next; in turns, every finalist meets the same ones. */
+static void final_round(const bench *bn, const cf_algo *const *all, cf_candidate_stats *r, int n,
+                        double round_s)
+{
+    int pick[CF_FIND_FINALISTS], k = 0;
+    /* Fastest first: each pass takes the fastest OK candidate not yet taken. */
+    for (; k < CF_FIND_FINALISTS; k++) {
+        int next = -1;
+        for (int i = 0; i < n; i++) {
+            bool taken = false;
+            for (int j = 0; j < k && !taken; j++)
+                taken = pick[j] == i;
+            if (!taken && r[i].status == CF_CAND_OK &&
+                (next < 0 || r[i].median_ms < r[next].median_ms))
+                next = i;
+        }
+        if (next < 0 || (k > 0 && r[next].median_ms > r[pick[0]].median_ms *
+                                                         (1.0 + CF_FIND_FINAL_WINDOW)))
+            break;
+        pick[k] = next;
+    }
+    if (k < 2)
+        return;
+    ready rd[CF_FIND_FINALISTS];
+    int ok = 0;
+    for (int j = 0; j < k; j++) {
+        cf_candidate_stats scratch = r[pick[j]];
+        if (ready_make(bn, all[pick[j]], &scratch, &rd[ok]) &&
+            timed_run(bn, &rd[ok]) >= 0.0) /* a warm-up for the restored caches */
+            pick[ok++] = pick[j];
+        else if (rd[ok].a)
+            ready_free(&rd[ok]);
+    }
+    static _Thread_local double t[CF_FIND_FINALISTS][CF_FIND_MAX_REPEATS];
+    int rounds = 0;
+    const double start = now_s();
+    bool failed = false;
+    while (!failed && rounds < CF_FIND_MAX_REPEATS && !cancelled(bn->cfg) &&
+           (rounds < CF_FIND_MIN_REPEATS || now_s() - start < round_s)) {
+        for (int j = 0; j < ok && !failed; j++) {
+            int f = (j + rounds) % ok;
+            failed = (t[f][rounds] = timed_run(bn, &rd[f])) < 0.0;
+        }
+        rounds += !failed;
+    }
+    for (int j = 0; j < ok; j++) {
+        if (ok >= 2 && rounds >= CF_FIND_MIN_REPEATS)
+            cf_find_summarize(&r[pick[j]], t[j], rounds);
+        ready_free(&rd[j]);
+    }
 }
 
 /* Measures every usable candidate into r (list order); *incumbent: the one timed first. */
@@ -297,7 +391,9 @@ static convfind_status measure_all(bench *bn, const cf_algo *const *all, cf_cand
         if (r[i].status == CF_CAND_OK && (best_ms == 0 || r[i].median_ms < best_ms))
             best_ms = r[i].median_ms;
     }
-    return CONVFIND_OK;
+    if (!cfg->retune)
+        final_round(bn, all, r, n, CF_FIND_FINAL_SHARE * cfg->budget_s);
+    return cancelled(cfg) ? cf_fail(CONVFIND_ERR_BACKEND, "find cancelled") : CONVFIND_OK;
 }
 
 convfind_status cf_find_measure(const cf_problem *p, const cf_find_config *cfg, cf_decision *out)

@@ -17,7 +17,13 @@
  *      CF_FIND_MAX_REPEATS or the candidate's share of the budget is spent.
  *      Once CF_FIND_ABANDON_AFTER runs are in, a candidate whose fastest run is slower
  *      than CF_FIND_ABANDON_RATIO x the best median so far is ABANDONED.
- *   4. Choice: the incumbent (given, else the heuristic choice) stays unless the fastest
+ *   4. Final round: the OK candidates within CF_FIND_FINAL_WINDOW of the fastest
+ *      median (at most CF_FIND_FINALISTS, the fastest) are timed again in turns, one run
+ *      each per round, the order rotating, for CF_FIND_MIN_REPEATS to
+ *      CF_FIND_MAX_REPEATS rounds within CF_FIND_FINAL_SHARE of the budget; their
+ *      statistics are replaced by this round's, so close candidates are compared under
+ *      the same machine conditions.  (Not under RETUNE, which re-times few.)
+ *   5. Choice: the incumbent (given, else the heuristic choice) stays unless the fastest
  *      median beats it by more than CF_FIND_MARGIN; otherwise, among the candidates
  *      within CF_FIND_MARGIN of the fastest, the smallest workspace, then the earliest in
  *      list order, wins.  Ranked list: choice, other OK by median, ABANDONED, FAILED,
@@ -39,6 +45,9 @@
 #define CF_FIND_ABANDON_RATIO 1.5
 #define CF_FIND_MARGIN 0.03
 #define CF_FIND_RETUNE_TOP 3
+#define CF_FIND_FINAL_WINDOW 0.15
+#define CF_FIND_FINALISTS 4
+#define CF_FIND_FINAL_SHARE 0.25
 
 typedef struct cf_find_config {
     size_t workspace_limit;     /* largest admissible workspace; 0: unlimited */

@@ -135,11 +135,13 @@ static void timed_runs_use_packed_weights(void **state)
     assert_true(c->validated);
     assert_true(c->repeats >= CF_FIND_MIN_REPEATS);
     /* Every timed run (and the warm-up) got the pack; only the validation of the
-     * unpacked path ran without it. */
+     * unpacked path ran without it.  Packed once for the measurement, and once more
+     * when it is timed again in the final round (it ties with the reference); every
+     * pack freed. */
     assert_int_equal(atomic_load(&runs_unpacked), 1);
     assert_true(atomic_load(&runs_packed) >= c->repeats + 1);
-    assert_int_equal(atomic_load(&packs), 1);
-    assert_int_equal(atomic_load(&frees), 1);
+    assert_in_range(atomic_load(&packs), 1, 2);
+    assert_int_equal(atomic_load(&frees), atomic_load(&packs));
     cf_decision_clear(&d);
 }
 
@@ -165,7 +167,8 @@ static void correct_packer_not_failed(void **state)
     find_over(list, 3, &d);
     for (int i = 0; i < d.n_candidates; i++)
         assert_int_not_equal(d.candidates[i].status, CF_CAND_FAILED);
-    assert_int_equal(atomic_load(&packs), 1);
+    assert_in_range(atomic_load(&packs), 1, 2); /* 2: it was a finalist */
+    assert_int_equal(atomic_load(&frees), atomic_load(&packs));
     cf_decision_clear(&d);
 }
 
