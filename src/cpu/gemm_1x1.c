@@ -1,9 +1,11 @@
 /*
  * gemm_1x1.c - "cpu.gemm_1x1": a 1x1 convolution is exactly one GEMM per image and group,
  *   NCHW: Y[m, pixel] = W[m, c] * X[c, pixel]      NHWC: Y[pixel, m] = X[pixel, c] * W^T[c, m]
- * on the packed SGEMM (gemm/gemm_conv.c).  Stride 1: the GEMM reads X in place, as its
- * B operand in NCHW and as its A operand in NHWC, so nothing is packed per execution but
- * the (reusable) weights; this matters most when the output has few channels and each X
+ * on the packed SGEMM (gemm/gemm_conv.c); an NCHW map of 7x7 or 14x14 pixels takes the
+ * second form too, with Y stored column-major (pixels fill the 7-row kernel exactly).
+ * Stride 1: the GEMM reads X in place, as its B operand in NCHW and as its A operand in
+ * NHWC (and in NCHW with pixels as rows), so nothing is packed per execution but the
+ * (reusable) weights; this matters most when the output has few channels and each X
  * element is used by few rows.  A strided 1x1 gathers its pixels into packed panels
  * instead, never forming a subsampled copy of X.
  */

@@ -248,6 +248,55 @@ static void test_gemm_1x1(void **state)
     run_family("cpu.gemm_1x1", GEN_1X1);
 }
 
+/* NCHW 1x1 problems whose GEMM takes the output pixels as rows (few pixels, many
+ * channels: 7x7 maps compute 49 pixel rows with the 7-row kernel instead of 64 pixel
+ * columns), so C is stored column-major: stride 1 (X read in place) and 2 (gathered
+ * panels, one parallel pass or packed first), 7x7 and 14x14 maps (7 rows) and 9x9 (8 rows,
+ * a partial panel), channel counts off the vector width, groups, two images, every
+ * epilogue part, every level (the kernels without transposed stores keep channels as
+ * rows there); 5x5 with 48 channels per group stays channel rows. */
+static void test_gemm_1x1_pixel_rows(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_registry_find("cpu.gemm_1x1");
+    assert_non_null(algo);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    static const int64_t shapes[][5] = {
+        /* c, m, in (square), stride, group */
+        {40, 64, 7, 1, 1}, {33, 80, 7, 1, 1}, {24, 48, 13, 2, 1}, {32, 96, 5, 1, 2},
+        {16, 144, 9, 1, 1}, {64, 40, 7, 1, 1}, {24, 64, 14, 1, 1}, {20, 72, 28, 2, 1}};
+    for (int level = 0; level <= (int)cf_isa_machine(); level++) {
+        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+            convfind_conv_desc d;
+            convfind_conv_desc_init(&d);
+            d.x_rank = d.w_rank = 4;
+            int64_t x[4] = {1 + (int64_t)(i % 2), shapes[i][0], shapes[i][2], shapes[i][2]};
+            int64_t w[4] = {shapes[i][1], shapes[i][0] / shapes[i][4], 1, 1};
+            memcpy(d.x_dims, x, sizeof x);
+            memcpy(d.w_dims, w, sizeof w);
+            d.group = shapes[i][4];
+            d.strides.count = 2;
+            d.strides.v[0] = d.strides.v[1] = shapes[i][3];
+            d.has_bias = i % 3 != 2;
+            d.has_residual = i % 2 == 0;
+            d.activation = i % 3 == 0 ? CONVFIND_ACT_RELU
+                                      : i % 3 == 1 ? CONVFIND_ACT_SIGMOID : CONVFIND_ACT_CLIP;
+            d.alpha = -0.5f;
+            d.beta = 0.75f;
+            convfind_problem *p = NULL;
+            assert_int_equal(cf_isa_force(cf_isa_machine()), CONVFIND_OK);
+            assert_int_equal(convfind_problem_create(&d, &p), CONVFIND_OK);
+            assert_true(algo->applicable(p));
+            assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+            check_problem(algo, p, i % 2 ? pool : NULL, i % 4 != 3);
+            convfind_problem_destroy(p);
+        }
+    }
+    cf_isa_unforce();
+    cf_threadpool_destroy(pool);
+}
+
 static void test_im2col_gemm(void **state)
 {
     (void)state;
@@ -359,6 +408,7 @@ int main(void)
         cmocka_unit_test(test_applicability),
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_gemm_1x1),
+        cmocka_unit_test(test_gemm_1x1_pixel_rows),
         cmocka_unit_test(test_im2col_gemm),
         cmocka_unit_test(test_convtranspose_gemm),
         cmocka_unit_test(test_convtranspose_subpixel),

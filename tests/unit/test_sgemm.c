@@ -44,6 +44,7 @@ static float *rand_buf(size_t n)
 typedef struct gemm_case {
     size_t m, n, k;
     bool trans_a, trans_b, strided_c, accumulate, bias, bias_per_col, residual;
+    bool trans_c; /* C and Z column-major (an NCHW output with pixels as GEMM rows) */
     convfind_activation act;
 } gemm_case;
 
@@ -78,13 +79,17 @@ static void check_case(const gemm_case *t, cf_threadpool *pool)
     }
     if (t->residual) {
         ep.z = z;
-        ep.rs_z = (ptrdiff_t)n;
-        ep.cs_z = 1;
+        ep.rs_z = t->trans_c ? 1 : (ptrdiff_t)n;
+        ep.cs_z = t->trans_c ? (ptrdiff_t)m : 1;
     }
     size_t ws_bytes = 0;
     assert_int_equal(cf_sgemm_workspace(cf_isa_active(), m, n, k, &ws_bytes), CONVFIND_OK);
     void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) / 64 * 64) : NULL;
     ptrdiff_t rs_c = (ptrdiff_t)(n * cstride), cs_c = (ptrdiff_t)cstride;
+    if (t->trans_c) {
+        rs_c = (ptrdiff_t)cstride;
+        cs_c = (ptrdiff_t)(m * cstride);
+    }
     assert_int_equal(cf_sgemm(cf_isa_active(), m, n, k, a, rs_a, cs_a, b, rs_b, cs_b, c, rs_c,
                               cs_c, &ep, ws, ws_bytes, pool),
                      CONVFIND_OK);
@@ -106,16 +111,16 @@ static void check_case(const gemm_case *t, cf_threadpool *pool)
             if (t->bias)
                 sum += t->bias_per_col ? bias[j] : bias[i];
             if (t->residual)
-                sum += z[i * n + j];
+                sum += z[i * (size_t)ep.rs_z + j * (size_t)ep.cs_z];
             float want = cf_activate((float)sum, t->act, ep.alpha, ep.beta);
             float got = c[ci];
             double bound = 1e-4 * (mag + 1.0) + 1e-6;
             if (!(fabs((double)got - (double)want) <= bound))
-                fail_msg("isa %s m=%zu n=%zu k=%zu ta=%d tb=%d sc=%d acc=%d bias=%d/%d z=%d "
-                         "act=%d: C[%zu][%zu] = %.8g, want %.8g",
+                fail_msg("isa %s m=%zu n=%zu k=%zu ta=%d tb=%d tc=%d sc=%d acc=%d bias=%d/%d "
+                         "z=%d act=%d: C[%zu][%zu] = %.8g, want %.8g",
                          cf_isa_name(cf_isa_active()), m, n, k, t->trans_a, t->trans_b,
-                         t->strided_c, t->accumulate, t->bias, t->bias_per_col, t->residual,
-                         (int)t->act, i, j, got, want);
+                         t->trans_c, t->strided_c, t->accumulate, t->bias, t->bias_per_col,
+                         t->residual, (int)t->act, i, j, got, want);
             if (t->strided_c)
                 assert_true(c[ci + 1] == c0[ci + 1]);
         }
@@ -153,6 +158,12 @@ static void sizes_body(cf_threadpool *pool)
                 if ((im + in + ik) % 3 != 0) /* a third of the cube keeps the test fast */
                     continue;
                 gemm_case t = {.m = edge_sizes[im], .n = edge_sizes[in], .k = ks[ik]};
+                check_case(&t, pool);
+                t.trans_c = true;
+                t.residual = true;
+                t.bias = true;
+                t.bias_per_col = true;
+                t.act = CONVFIND_ACT_RELU;
                 check_case(&t, pool);
             }
 }
@@ -200,6 +211,12 @@ static void variants_body(cf_threadpool *pool)
                 t.n = 32;
                 t.strided_c = false;
                 check_case(&t, pool);
+                t.trans_c = true;
+                check_case(&t, pool);
+                t.m = v % 2 ? 19 : 48;
+                t.n = v % 2 ? 37 : 64;
+                t.strided_c = v % 3 == 0;
+                check_case(&t, pool);
             }
 }
 
@@ -218,6 +235,9 @@ static void long_k_body(cf_threadpool *pool)
     gemm_case t2 = {.m = 9, .n = 33, .k = 777, .accumulate = true, .bias = true,
                     .bias_per_col = true, .act = CONVFIND_ACT_TANH};
     check_case(&t2, pool);
+    t.trans_c = true;
+    t.n = 49; /* a 7x7 NCHW output, pixels as rows */
+    check_case(&t, pool);
 }
 
 static void test_long_k_sliced(void **state)
@@ -294,6 +314,20 @@ static void test_operand_in_place(void **state)
     cf_threadpool_destroy(pool);
 }
 
+static void half_panel_blocks_body(cf_threadpool *pool)
+{
+    static const size_t ns[] = {70, 160, 100};
+    for (size_t i = 0; i < sizeof ns / sizeof ns[0]; i++) {
+        gemm_case t = {.m = 49, .n = ns[i], .k = 100, .bias = true, .bias_per_col = true,
+                       .residual = true, .act = CONVFIND_ACT_RELU};
+        check_case(&t, pool);
+        t.trans_c = true;
+        t.accumulate = true;
+        t.act = CONVFIND_ACT_SIGMOID;
+        check_case(&t, pool);
+    }
+}
+
 static void test_threaded(void **state)
 {
     (void)state;
@@ -302,6 +336,11 @@ static void test_threaded(void **state)
     for_each_level(long_k_body, pool);
     gemm_case t = {.m = 200, .n = 301, .k = 64, .bias = true, .act = CONVFIND_ACT_CLIP};
     check_case(&t, pool);
+    cf_threadpool_destroy(pool);
+    /* Two threads and an odd number of column panels: column blocks that start and end
+     * inside a panel (half panels), C plain and column-major. */
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    for_each_level(half_panel_blocks_body, pool);
     cf_threadpool_destroy(pool);
 }
 

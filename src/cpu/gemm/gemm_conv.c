@@ -30,14 +30,34 @@ typedef struct packed_header {
     size_t group_floats; /* floats of one group's packed operand */
 } packed_header;
 
-/* Whether a Conv's GEMM has output pixels as rows and channels as columns (weights =
- * packed B): NHWC, where that is the memory order.  (NCHW with few pixels, 7x7 maps,
- * would waste fewer FMAs that way -- 49 pixels round to 56 rows instead of 64 columns --
- * but C must then be stored transposed through the scratch tile, which measured slower
- * than the wasted FMAs on ResNet-50's 7x7 layers; see docs/performance.md.) */
-static bool pixels_as_rows(const cf_problem *p)
+/* The kernel of a GEMM whose rows are a Conv's output pixels: `kern`, or its 7-row
+ * variant when 7 divides the pixels and 8 does not (7x7 and 14x14 maps). */
+static const cf_sgemm_kernel *pixel_rows_kernel(const cf_problem *p, const cf_sgemm_kernel *kern)
 {
-    return p->op == CONVFIND_OP_CONV && p->layout == CONVFIND_LAYOUT_NHWC;
+    size_t pix = (size_t)p->out_sp;
+    return kern->mr7 != NULL && pix % 7 == 0 && pix % 8 != 0 ? kern->mr7 : kern;
+}
+
+/* Whether a Conv's GEMM has output pixels as rows and channels as columns (weights =
+ * packed B): NHWC, where that is the memory order; and NCHW when that wastes clearly
+ * fewer FMAs and the kernel stores column-major tiles itself (trans_c).  Rows round up to
+ * MR and columns to half a panel (a vector), so a 7x7 map computes 49 pixel rows (7-row
+ * kernel) instead of 64 pixel columns.  The 5% margin pays for the transposed store.
+ * `kern` is the level's kernel (cf_sgemm_kernel_for), never its 7-row variant. */
+static bool pixels_as_rows(const cf_problem *p, const cf_sgemm_kernel *kern)
+{
+    if (p->op != CONVFIND_OP_CONV)
+        return false;
+    if (p->layout == CONVFIND_LAYOUT_NHWC)
+        return true;
+    if (!kern->trans_c)
+        return false;
+    size_t mr = (size_t)kern->mr, vec = (size_t)kern->nr / 2;
+    size_t pr = (size_t)pixel_rows_kernel(p, kern)->mr;
+    size_t pix = (size_t)p->out_sp, ch = (size_t)cf_cout_per_group(p);
+    size_t as_cols = (ch + mr - 1) / mr * mr * ((pix + vec - 1) / vec * vec);
+    size_t as_rows = (pix + pr - 1) / pr * pr * ((ch + vec - 1) / vec * vec);
+    return as_rows * 20 < as_cols * 19;
 }
 
 /* The weights of one group as a GEMM operand (see gemm_conv.h). */
@@ -48,7 +68,7 @@ typedef struct w_operand {
     ptrdiff_t rs, cs;
 } w_operand;
 
-static w_operand weight_operand(const cf_problem *p)
+static w_operand weight_operand(const cf_problem *p, const cf_sgemm_kernel *kern)
 {
     size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
     size_t ksp = (size_t)p->k_sp, kdim = cg * ksp;
@@ -56,7 +76,7 @@ static w_operand weight_operand(const cf_problem *p)
     if (p->op == CONVFIND_OP_CONV_TRANSPOSE) {
         /* W: C x M/g x taps.  A[(m, tap), c] = W[c][m][tap]. */
         o = (w_operand){true, mg * ksp, cg, cg * mg * ksp, 1, (ptrdiff_t)(mg * ksp)};
-    } else if (!pixels_as_rows(p)) {
+    } else if (!pixels_as_rows(p, kern)) {
         o = (w_operand){true, mg, kdim, mg * kdim, (ptrdiff_t)kdim, 1};
     } else {
         o = (w_operand){false, kdim, mg, mg * kdim, 1, (ptrdiff_t)kdim};
@@ -71,12 +91,16 @@ static size_t operand_floats(const cf_sgemm_kernel *kern, const w_operand *o, bo
 }
 
 /* The largest packed size over every kernel this machine can run, so a workspace sized
- * once fits whatever level a later execution is forced to. */
-static size_t operand_floats_max(const w_operand *o, bool *overflow)
+ * once fits whatever level a later execution is forced to.  With `p`, the operand is the
+ * weights as each kernel takes them, counted only where they are packed B (the weights a
+ * Conv execution must pack itself, weights_for); else `o` itself. */
+static size_t operand_floats_max(const cf_problem *p, const w_operand *o, bool *overflow)
 {
     size_t most = 0;
     for (int level = 0; level <= (int)cf_isa_machine(); level++) {
-        size_t f = operand_floats(cf_sgemm_kernel_for((cf_isa)level), o, overflow);
+        const cf_sgemm_kernel *kern = cf_sgemm_kernel_for((cf_isa)level);
+        w_operand wo = p ? weight_operand(p, kern) : *o;
+        size_t f = wo.as_a ? 0 : operand_floats(kern, &wo, overflow);
         most = f > most ? f : most;
     }
     return most;
@@ -85,7 +109,7 @@ static size_t operand_floats_max(const w_operand *o, bool *overflow)
 static void pack_groups(const cf_sgemm_kernel *kern, const cf_problem *p, const float *w,
                         float *dst, size_t group_floats, cf_threadpool *pool)
 {
-    w_operand o = weight_operand(p);
+    w_operand o = weight_operand(p, kern);
     for (int64_t g = 0; g < p->group; g++) {
         const float *wg = w + (size_t)g * o.group_stride;
         float *d = dst + (size_t)g * group_floats;
@@ -102,7 +126,7 @@ static convfind_status pack_weights(const cf_problem *p, const void *w, void **p
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL", w ? "packed" : "w");
     *packed = NULL;
     const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
-    w_operand o = weight_operand(p);
+    w_operand o = weight_operand(p, kern);
     bool overflow = false;
     size_t gf = operand_floats(kern, &o, &overflow);
     cf_ws ws = {0};
@@ -144,7 +168,7 @@ static weights_src weights_for(const cf_sgemm_kernel *kern, const cf_problem *p,
     if (h != NULL && h->magic == PACKED_MAGIC && h->isa == kern->isa)
         return (weights_src){{(const float *)((const char *)h + PACKED_HEADER), true, 0, 0},
                              h->group_floats};
-    w_operand o = weight_operand(p);
+    w_operand o = weight_operand(p, kern);
     if (o.as_a)
         return (weights_src){{a->w, false, (size_t)o.rs, (size_t)o.cs}, o.group_stride};
     size_t gf = operand_floats(kern, &o, NULL);
@@ -225,8 +249,7 @@ static ws_layout layout_of(const cf_problem *p, bool allow_in_place)
     l.in_place = allow_in_place && patches_are_x(p);
     cf_ws ws = {0};
     /* Room to pack the weights only where they cannot be read in place (weights_for). */
-    w_operand o = weight_operand(p);
-    size_t wf = o.as_a ? 0 : operand_floats_max(&o, &l.overflow);
+    size_t wf = operand_floats_max(p, NULL, &l.overflow);
     l.weights = cf_ws_take(&ws, cf_ws_mul(&ws, wf, (size_t)p->group), sizeof(float));
     size_t cg = (size_t)cf_cin_per_group(p);
     if (l.in_place) {
@@ -244,7 +267,7 @@ static ws_layout layout_of(const cf_problem *p, bool allow_in_place)
         }
     } else {
         w_operand xo = {false, cg, (size_t)p->in_sp, 0, 0, 0};
-        size_t xf = operand_floats_max(&xo, &l.overflow);
+        size_t xf = operand_floats_max(NULL, &xo, &l.overflow);
         l.panels = cf_ws_take(&ws, xf, sizeof(float));
         size_t rows = cf_ws_mul(&ws, (size_t)cf_cout_per_group(p), (size_t)p->k_sp);
         l.cols = cf_ws_take(&ws, cf_ws_mul(&ws, rows, (size_t)p->in_sp), sizeof(float));
@@ -301,7 +324,7 @@ typedef struct conv_chunk_job {
     cf_sgemm_epilogue ep;
     size_t panels, chunks;
     const float *x_rows;      /* in place: X at the tile's first pixel, else NULL */
-    size_t ldx;               /* in place: X's row stride (in_sp in NCHW, C in NHWC) */
+    size_t xps, xcs;          /* in place: X's pixel and channel strides */
 } conv_chunk_job;
 
 /* The GEMM of the tile's pixels [first, first + count): weights times patch panels (or X
@@ -315,8 +338,8 @@ static void conv_gemm(const conv_chunk_job *j, size_t first, size_t count,
         ep.z += shift;
     cf_sgemm_operand x = {panels, true, 0, 0};
     if (j->x_rows != NULL)
-        x = j->pixel_rows ? (cf_sgemm_operand){j->x_rows + first * j->ldx, false, j->ldx, 1}
-                          : (cf_sgemm_operand){j->x_rows + first, false, j->ldx, 1};
+        x = j->pixel_rows ? (cf_sgemm_operand){j->x_rows + first * j->xps, false, j->xps, j->xcs}
+                          : (cf_sgemm_operand){j->x_rows + first * j->xps, false, j->xcs, j->xps};
     if (j->pixel_rows)
         cf_sgemm_compute(j->kern, count, j->mg, j->kdim, x, j->wg, j->y + shift, j->rs, j->cs,
                          &ep, pool);
@@ -387,11 +410,13 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     const weights_src wsrc = weights_for(kern, p, a, ws ? (float *)(ws + l.weights) : NULL);
     float *panels = ws ? (float *)(ws + l.panels) : NULL;
 
-    const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC, pixel_rows = pixels_as_rows(p);
+    const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC, pixel_rows = pixels_as_rows(p, kern);
+    /* The GEMM's kernel: the same packed weights (B), perhaps fewer rows. */
+    const cf_sgemm_kernel *gk = pixel_rows ? pixel_rows_kernel(p, kern) : kern;
     const size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
     const size_t kdim = cg * (size_t)p->k_sp, out_sp = (size_t)p->out_sp;
     const size_t in_sp = (size_t)p->in_sp, M = (size_t)p->m, C = (size_t)p->c;
-    const size_t width = pixel_rows ? (size_t)kern->mr : (size_t)kern->nr;
+    const size_t width = pixel_rows ? (size_t)gk->mr : (size_t)gk->nr;
     const size_t tile = (l.tile + width - 1) / width * width;
 
     cf_patch_job job = {.g = cf_geom3_of(p), .cg = cg, .ksp = (size_t)p->k_sp, .width = width,
@@ -415,9 +440,9 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     /* Y strides from pixel to pixel and channel to channel; C's rows are pixels or
      * channels (pixels_as_rows). */
     const ptrdiff_t ps = nhwc ? (ptrdiff_t)M : 1, chs = nhwc ? 1 : (ptrdiff_t)out_sp;
-    conv_chunk_job cj = {.patch = &job, .kern = kern, .pixel_rows = pixel_rows, .mg = mg,
+    conv_chunk_job cj = {.patch = &job, .kern = gk, .pixel_rows = pixel_rows, .mg = mg,
                          .kdim = kdim, .rs = pixel_rows ? ps : chs, .cs = pixel_rows ? chs : ps,
-                         .ps = ps, .ldx = nhwc ? C : in_sp};
+                         .ps = ps, .xps = nhwc ? C : 1, .xcs = nhwc ? 1 : in_sp};
     const size_t threads = (size_t)cf_threadpool_size(a->pool);
     const float *x = a->x, *b = a->b, *z = a->z;
     float *y = a->y;
@@ -444,16 +469,20 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                                             .alpha = p->alpha, .beta = p->beta};
                 cj.panels = (np + width - 1) / width;
                 cj.x_rows = l.in_place ? job.xg + t0 * (nhwc ? C : 1) : NULL;
-                if (cj.panels >= threads) {
+                /* 4 chunks per thread balance the threads.  Each chunk's product reads
+                 * all the weights, so chunks only where they are the smaller operand
+                 * (fewer output channels than tile pixels). */
+                const size_t chunks_min = threads == 1 ? 1 : 4 * threads;
+                if (!l.in_place && cj.panels >= chunks_min && mg <= np) {
                     /* One parallel pass: each chunk packs its own panels and multiplies
-                     * them, so there is a single wake-up of the pool per tile.  4 chunks
-                     * per thread balance the threads.  When the weights are small (each
-                     * chunk's product reads all of them again), packed chunks are also
-                     * kept to a quarter of L2, so the product reads panels its packing
-                     * has just left there: a whole tile is about two L2s, and conv1
-                     * (64 x 147 weights) took 10% longer on one thread that way. */
-                    size_t chunks = threads == 1 ? 1 : 4 * threads;
-                    if (!l.in_place && mg * kdim * sizeof(float) <= cf_cpu_caches()->l2 / 4) {
+                     * them, so there is a single wake-up of the pool per tile.  When the
+                     * weights are small (each chunk's product reads all of them again),
+                     * packed chunks are also kept to a quarter of L2, so the product
+                     * reads panels its packing has just left there: a whole tile is
+                     * about two L2s, and conv1 (64 x 147 weights) took 10% longer on one
+                     * thread that way. */
+                    size_t chunks = chunks_min;
+                    if (mg * kdim * sizeof(float) <= cf_cpu_caches()->l2 / 4) {
                         size_t per_chunk = cf_cpu_caches()->l2 / 4 /
                                            (kdim * width * sizeof(float));
                         per_chunk = per_chunk < 1 ? 1 : per_chunk;
@@ -463,8 +492,10 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                     cj.chunks = cj.panels < chunks ? cj.panels : chunks;
                     cf_parallel_for(a->pool, cj.chunks, conv_chunk_task, &cj);
                 } else {
-                    /* Too few panels to share out: pack them, then split the product
-                     * over the weights' dimension too. */
+                    /* X in place, too few panels for equal chunks (a 7x7 output has 2
+                     * to 7), or large weights: pack the panels, then one product split
+                     * over both of its dimensions (sgemm.c), so the threads get equal
+                     * shares and each reads only its part of the larger operand. */
                     if (!l.in_place)
                         cf_parallel_for(a->pool, cj.panels, cf_patch_panel, &job);
                     conv_gemm(&cj, 0, np, panels, a->pool);

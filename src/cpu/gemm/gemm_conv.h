@@ -7,6 +7,8 @@
  * ONNX layout:
  *   NCHW:  Y[m, pixel] = W[m, K] * patches[K, pixel]   (weights = packed A, rows = m)
  *   NHWC:  Y[pixel, m] = patches[pixel, K] * W^T[K, m] (weights = packed B, cols = m)
+ * and NCHW in the second form too, C stored column-major, when its pixels fill the
+ * kernel's rows much better than its vectors (7x7 and 14x14 maps; gemm_conv.c).
  * The patch operand (im2col) is never materialised as a plain matrix: it is generated
  * directly in the packed panel form the microkernel reads, one tile of output pixels at
  * a time, so the workspace is bounded by the tile and a 1x1 stride-1 problem degenerates
@@ -20,7 +22,8 @@
  * without matching packed weights (none given, or made at another level by CONVFIND_ISA
  * or cf_isa_force) reads W in place where the weights are the GEMM's A operand (NCHW
  * Conv, ConvTranspose: the microkernel takes A with any strides), and packs them into its
- * workspace only where they are B (NHWC Conv), so only that case reserves room for them.
+ * workspace only where they are B (NHWC Conv, NCHW with pixels as rows), so only those
+ * cases reserve room for them.
  */
 #ifndef CONVFIND_CPU_GEMM_CONV_H
 #define CONVFIND_CPU_GEMM_CONV_H

@@ -55,8 +55,11 @@ typedef enum cf_sgemm_clamp {
 
 /* What a microkernel does to its MR x NR tile after the product, in this order:
  *   v = product (+ C when accumulate) (+ bias_row[r]) (+ bias_col[c]) (+ z[r*ldz + c]),
- *   then the clamp.  NULL pointers mean "not present". */
+ *   then the clamp.  NULL pointers mean "not present".  `trans` (only for kernels with
+ * trans_c): C and z are column-major, element (r, c) at [c * ldc + r] and [c * ldz + r]
+ * (an NCHW output whose GEMM rows are pixels). */
 typedef struct cf_sgemm_tile_ep {
+    bool trans;
     bool accumulate;
     const float *bias_row; /* MR values */
     const float *bias_col; /* NR values */
@@ -84,6 +87,11 @@ typedef struct cf_sgemm_kernel {
     cf_isa isa;
     int mr, nr;                /* tile of C one microkernel call computes */
     cf_sgemm_ukernel_fn ukernel;
+    bool trans_c;              /* stores column-major C tiles itself (tile_ep.trans); for
+                                * the others the driver goes through a scratch tile */
+    const struct cf_sgemm_kernel *mr7; /* the same kernel with MR = 7 (same NR, so the same
+                                * packed B), for row counts 7 divides and 8 does not (the
+                                * pixels of 7x7 and 14x14 maps); NULL when there is none */
 } cf_sgemm_kernel;
 
 /* The kernel for `isa`: the best one compiled into this build at or below that level
@@ -128,7 +136,8 @@ void cf_sgemm_pack_b_panel(const cf_sgemm_kernel *kern, size_t k, size_t ncols,
                            const float *b, ptrdiff_t rs, ptrdiff_t cs, float *dst);
 
 /* C = epilogue(packed_a * packed_b) for packed operands made with `kern`.  C has strides
- * (rs_c, cs_c); cs_c == 1 is the fast path, anything else goes through a scratch tile.
+ * (rs_c, cs_c); cs_c == 1 is the fast path, and rs_c == 1 too for a kernel with trans_c;
+ * anything else goes through a scratch tile.
  * m or n == 0: nothing is written; k == 0: the product is zero and the epilogue still
  * applies.  `ep` may be NULL (plain product).
  * Work is split over M and N blocks on `pool` (may be NULL); no workspace is needed. */
