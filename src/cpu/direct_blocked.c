@@ -3,12 +3,16 @@
  * layout with register-blocked tile kernels (direct_blocked.h describes the layouts).
  *
  * One execution: (1) pack the weights unless the caller passed packed ones made at the
- * active ISA level, (2) copy X into the padded, blocked, phase-split layout, (3) run one
- * task per (image, group, group of output blocks, output row): each walks its row in
- * tiles whose sums stay in registers over the whole reduction, then applies bias,
- * residual and activation while storing into Y's own layout.  Steps (1) and (2) are
- * cheap next to (3) for the layers this algorithm is meant for (reduction lengths of
- * hundreds to thousands per output); Find measures the rest.
+ * active ISA level, (2) copy X into the padded, blocked, phase-split layout (for a 1x1
+ * kernel without padding: only the pixels it reads, densely), (3) run one task per
+ * (image, group, group of output blocks, band of the output plane): each walks its band
+ * in tiles whose sums stay in registers over the whole reduction, then applies bias,
+ * residual and activation while storing into Y's own layout.  Bands are as large as
+ * the thread count allows, so on small planes (7x7, 14x14) each task owns whole output
+ * planes: its weights are read by one thread, its stores share no cache line with
+ * another task's.  Steps (1) and (2) are cheap next to (3) for the layers this
+ * algorithm is meant for (reduction lengths of hundreds to thousands per output); Find
+ * measures the rest.
  *
  * Conv only, f32, any kernel size, stride, dilation and asymmetric padding, 1-D to 3-D.
  * Grouped convolutions need whole blocks per group (channels per group multiples of 16,
@@ -17,14 +21,17 @@
  * once; packed weights remember their block size and are repacked into the workspace
  * when they do not match.
  */
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "core/algo.h"
 #include "cpu/direct_blocked.h"
 #include "cpu/geom3.h"
 #include "cpu/isa.h"
-#include "cpu/phases.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
 
@@ -48,17 +55,27 @@ const cf_dbk_kernels *cf_dbk_kernels_for(cf_isa isa)
 
 static const cf_dbk_kernels *dbk_kernels(void) { return cf_dbk_kernels_for(cf_isa_active()); }
 
-/* Everything about the blocked layouts that follows from the problem and VL. */
+/* Everything about the blocked layouts that follows from the problem and VL.
+ *
+ * A 1x1 kernel without padding ("flat") reads exactly one input pixel per output pixel,
+ * so its blocked input holds only those pixels, densely in output order: the output
+ * plane becomes one row of out_sp pixels, tiles run across the rows of the image (a 7x7
+ * plane is 4 tiles of 13 instead of 7 of 7), and a strided 1x1 converts only the pixels
+ * it reads.  Other kernels keep the padded, phase-split rows of direct_blocked.h. */
 typedef struct dbk_geom {
     int vl;
     cf_geom3 s;
+    bool flat;
+    bool flat_unit;            /* flat with unit strides: the input plane is the output plane */
     int64_t groups, cbg, mbg;  /* groups, input / output blocks per group */
     int64_t cg, mg;            /* channels per group */
     int64_t ntaps;
     int64_t dp, hp, wq;        /* padded input depth, height, per-phase width */
-    int64_t rs;                /* floats per padded input row (all phases) */
+    int64_t nph;               /* stride phases stored per row (1 when flat) */
+    int64_t rs;                /* floats per blocked input row (all phases) */
     int64_t x_cb;              /* floats per input block */
-    size_t x_floats, w_floats; /* blocked input, packed weights */
+    int64_t rows, row_len;     /* output rows per image as the tiles see them, pixels each */
+    int64_t crows;             /* input rows converted per block (see dbk_convert_rows) */
 } dbk_geom;
 
 /* Workspace parts, in order: blocked input, tap offsets, packed weights. */
@@ -78,13 +95,37 @@ static dbk_geom dbk_geom_of(const cf_problem *p, int vl)
     g.cbg = (g.cg + vl - 1) / vl;
     g.mbg = (g.mg + vl - 1) / vl;
     g.ntaps = p->k_sp;
-    int64_t ext[3];
-    for (int a = 0; a < 3; a++)
-        ext[a] = (g.s.out[a] - 1) * g.s.stride[a] + (g.s.k[a] - 1) * g.s.dil[a] + 1;
-    g.dp = ext[0];
-    g.hp = ext[1];
-    g.wq = (ext[2] + g.s.stride[2] - 1) / g.s.stride[2];
-    g.rs = g.s.stride[2] * g.wq * vl;
+    g.flat = g.flat_unit = true;
+    for (int a = 0; a < 3; a++) {
+        /* No padding at either end: every output reads a pixel of X. */
+        g.flat = g.flat && g.s.k[a] == 1 && g.s.pad[a] == 0 &&
+                 (g.s.out[a] - 1) * g.s.stride[a] < g.s.in[a];
+        g.flat_unit = g.flat_unit && g.s.stride[a] == 1;
+    }
+    g.flat_unit = g.flat_unit && g.flat;
+    if (g.flat) {
+        int64_t out_sp = g.s.out[0] * g.s.out[1] * g.s.out[2];
+        g.dp = g.hp = 1;
+        g.wq = out_sp;
+        g.nph = 1;
+        g.rs = out_sp * vl;
+        g.rows = 1;
+        g.row_len = out_sp;
+        /* Unit strides: the input plane is converted as one run. */
+        g.crows = g.flat_unit ? 1 : g.s.out[0] * g.s.out[1];
+    } else {
+        int64_t ext[3];
+        for (int a = 0; a < 3; a++)
+            ext[a] = (g.s.out[a] - 1) * g.s.stride[a] + (g.s.k[a] - 1) * g.s.dil[a] + 1;
+        g.dp = ext[0];
+        g.hp = ext[1];
+        g.wq = (ext[2] + g.s.stride[2] - 1) / g.s.stride[2];
+        g.nph = g.s.stride[2];
+        g.rs = g.nph * g.wq * vl;
+        g.rows = g.s.out[0] * g.s.out[1];
+        g.row_len = g.s.out[2];
+        g.crows = g.dp * g.hp;
+    }
     g.x_cb = g.dp * g.hp * g.rs;
     return g;
 }
@@ -209,6 +250,11 @@ static void dbk_free_packed(void *packed)
 
 /* ---- input conversion ------------------------------------------------------------- */
 
+/* Tasks per thread for both passes: enough for the pool's dynamic hand-out to balance
+ * them, few enough that each task covers a long run of work (whole output planes for
+ * small layers, so a block group's weights are read by one thread, once). */
+#define DBK_TASKS_PER_THREAD 8
+
 typedef struct dbk_job {
     const cf_problem *p;
     const dbk_geom *g;
@@ -219,126 +265,217 @@ typedef struct dbk_job {
     const ptrdiff_t *tap;
     int nb, np;        /* tile shape: output blocks per task, pixels per tile */
     int64_t nobg;      /* groups of nb output blocks per group */
+    int64_t tpr;       /* tiles per output row */
+    int64_t bands;     /* compute tasks per (image, group, block group), each a run of tiles */
+    size_t crows_all;  /* input rows to convert, all blocks of all images */
+    size_t ctasks;     /* conversion tasks they are split into */
+    atomic_size_t next_share; /* the next conversion share to claim */
+    atomic_size_t converted;  /* conversion shares finished */
 } dbk_job;
 
-/* Fills one padded row (all phases) of one input block of one image. */
-static void dbk_convert_task(void *arg, size_t index)
+/* Copies the pixels iw in [iw_lo, iw_hi) of one input row (src: that row's pixel 0 in
+ * channel `lanes` of one block's first channel, X's own layout) to padded position
+ * wp = iw + pad of dst, i.e. phase wp % sw, index wp / sw, keeping phases below nph. */
+static void dbk_convert_run(const dbk_job *job, float *dst, const float *src, int lanes,
+                            int64_t iw_lo, int64_t iw_hi, int64_t pad, int64_t sw, int64_t nph)
 {
-    const dbk_job *job = arg;
+    const cf_problem *p = job->p;
+    int vl = job->g->vl;
+    int64_t wq = job->g->wq;
+    if (p->layout != CONVFIND_LAYOUT_NHWC) {
+        job->k->nchw_row(dst, src, (ptrdiff_t)p->in_sp, lanes, iw_lo, iw_hi, pad, sw, wq, nph);
+        return;
+    }
+    /* Channels innermost: each pixel's lanes are one contiguous run of X. */
+    int64_t wp = iw_lo + pad, ph = wp % sw, q = wp / sw;
+    for (int64_t iw = iw_lo; iw < iw_hi; iw++) {
+        if (ph < nph) {
+            float *d = dst + (ph * wq + q) * vl;
+            memcpy(d, src + iw * p->c, (size_t)lanes * sizeof(float));
+            memset(d + lanes, 0, (size_t)(vl - lanes) * sizeof(float));
+        }
+        if (++ph == sw) {
+            ph = 0;
+            q++;
+        }
+    }
+}
+
+/* Converts input row `u` of all images' blocks (row u % crows of block u / crows). */
+static void dbk_convert_row(const dbk_job *job, int64_t u)
+{
     const cf_problem *p = job->p;
     const dbk_geom *g = job->g;
     const cf_geom3 *s = &g->s;
     int vl = g->vl;
-    int64_t hpi = (int64_t)index % g->hp;
-    int64_t rest = (int64_t)index / g->hp;
-    int64_t dpi = rest % g->dp;
-    rest /= g->dp;
-    int64_t b = rest % (g->groups * g->cbg);
-    int64_t n = rest / (g->groups * g->cbg);
-
-    float *dst = job->xb + (size_t)index * (size_t)g->rs;
-    memset(dst, 0, (size_t)g->rs * sizeof(float));
-    int64_t id = dpi - s->pad[0], ih = hpi - s->pad[1];
-    if (id < 0 || id >= s->in[0] || ih < 0 || ih >= s->in[1])
-        return;
-
+    int64_t row = u % g->crows, blk = u / g->crows;
+    int64_t b = blk % (g->groups * g->cbg), n = blk / (g->groups * g->cbg);
     int64_t c0 = (b / g->cbg) * g->cg + (b % g->cbg) * vl; /* first channel of the block */
-    int64_t lanes = g->cg - (b % g->cbg) * vl;
-    if (lanes > vl)
-        lanes = vl;
-    int64_t sw = s->stride[2], wp_max = (g->wq * sw);
+    int lanes = (int)(g->cg - (b % g->cbg) * vl < vl ? g->cg - (b % g->cbg) * vl : vl);
+    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    const float *x = (const float *)job->a->x + (nhwc ? n * p->in_sp * p->c + c0
+                                                      : (n * p->c + c0) * p->in_sp);
+    ptrdiff_t px = nhwc ? (ptrdiff_t)p->c : 1; /* floats between pixels of X */
+    float *dst = job->xb + (size_t)blk * (size_t)g->x_cb;
+
+    if (g->flat) {
+        /* Every converted pixel is read and every lane written: no zero fill. */
+        if (g->flat_unit) {
+            dbk_convert_run(job, dst, x, lanes, 0, p->in_sp, 0, 1, 1);
+            return;
+        }
+        int64_t od = row / s->out[1], oh = row % s->out[1];
+        int64_t sp = (od * s->stride[0] * s->in[1] + oh * s->stride[1]) * s->in[2];
+        dbk_convert_run(job, dst + row * s->out[2] * vl, x + sp * px, lanes, 0,
+                        (s->out[2] - 1) * s->stride[2] + 1, 0, s->stride[2], 1);
+        return;
+    }
+    dst += row * g->rs;
+    int64_t id = row / g->hp - s->pad[0], ih = row % g->hp - s->pad[1];
+    if (id < 0 || id >= s->in[0] || ih < 0 || ih >= s->in[1]) {
+        memset(dst, 0, (size_t)g->rs * sizeof(float));
+        return;
+    }
+    int64_t sw = s->stride[2], wp_max = g->wq * sw;
     int64_t iw_lo = s->pad[2] > 0 ? 0 : -s->pad[2];
     int64_t iw_hi = s->in[2] < wp_max - s->pad[2] ? s->in[2] : wp_max - s->pad[2];
-    int64_t sp = (id * s->in[1] + ih) * s->in[2];
-    const float *x = job->a->x;
-    if (p->layout == CONVFIND_LAYOUT_NHWC) {
-        const float *src = x + (n * p->in_sp + sp) * p->c + c0;
-        for (int64_t l = 0; l < lanes; l++)
-            cf_split_phases(dst + l, vl, g->wq, sw, src + l, p->c, s->pad[2], iw_lo, iw_hi);
-    } else {
-        job->k->nchw_row(dst, x + (n * p->c + c0) * p->in_sp + sp, (ptrdiff_t)p->in_sp,
-                         (int)lanes, iw_lo, iw_hi, s->pad[2], sw, g->wq);
-    }
+    /* Zeros only where no input pixel lands: the padding at both ends of the row. */
+    for (int64_t wp = 0; wp < wp_max; wp++)
+        if (wp < iw_lo + s->pad[2] || wp >= iw_hi + s->pad[2] || iw_hi <= iw_lo)
+            memset(dst + (wp % sw * g->wq + wp / sw) * vl, 0, (size_t)vl * sizeof(float));
+    dbk_convert_run(job, dst, x + (id * s->in[1] + ih) * s->in[2] * px, lanes, iw_lo, iw_hi,
+                    s->pad[2], sw, sw);
+}
+
+/* One contiguous run of the input rows, an equal share of all of them. */
+static void dbk_convert_share(const dbk_job *job, size_t index)
+{
+    size_t u0 = index * job->crows_all / job->ctasks;
+    size_t u1 = (index + 1) * job->crows_all / job->ctasks;
+    for (size_t u = u0; u < u1; u++)
+        dbk_convert_row(job, (int64_t)u);
 }
 
 /* ---- compute ---------------------------------------------------------------------- */
 
-/* One output row of one image for one group of up to nb output blocks. */
-static void dbk_row_task(void *arg, size_t index)
+/* One band (a run of consecutive tiles of the output plane) of one image and group for
+ * one group of up to nb output blocks. */
+static void dbk_band(const dbk_job *job, size_t index)
 {
-    const dbk_job *job = arg;
     const cf_problem *p = job->p;
     const dbk_geom *g = job->g;
     const cf_geom3 *s = &g->s;
     int vl = g->vl;
     int64_t rest = (int64_t)index;
-    int64_t oh = rest % s->out[1];
-    rest /= s->out[1];
-    int64_t od = rest % s->out[0];
-    rest /= s->out[0];
+    int64_t band = rest % job->bands;
+    rest /= job->bands;
     int64_t obg = rest % job->nobg;
     rest /= job->nobg;
     int64_t grp = rest % g->groups;
     int64_t n = rest / g->groups;
 
-    const float *xrow = job->xb + (size_t)((n * g->groups + grp) * g->cbg) * (size_t)g->x_cb +
-                        (size_t)((od * s->stride[0] * g->hp + oh * s->stride[1]) * g->rs);
+    const float *xg = job->xb + (size_t)((n * g->groups + grp) * g->cbg) * (size_t)g->x_cb;
     int64_t ob0 = obg * job->nb;
     int64_t obn = g->mbg - ob0 < job->nb ? g->mbg - ob0 : job->nb;
     int64_t w_ob = g->cbg * g->ntaps * vl * vl;
-    int64_t row_px = (od * s->out[1] + oh) * s->out[2];
     bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
     ptrdiff_t ch_stride = nhwc ? 1 : (ptrdiff_t)p->out_sp;
     ptrdiff_t px_stride = nhwc ? (ptrdiff_t)p->m : 1;
+    int64_t tiles = g->rows * job->tpr;
+    int64_t t1 = (band + 1) * tiles / job->bands;
 
-    for (int64_t ow0 = 0; ow0 < s->out[2]; ow0 += job->np) {
-        int np = s->out[2] - ow0 < job->np ? (int)(s->out[2] - ow0) : job->np;
-        /* The last group may hold fewer blocks, and then takes longer pixel runs. */
-        for (int64_t ob = ob0; ob < ob0 + obn;) {
-            int nb = ob0 + obn - ob < 4 ? (int)(ob0 + obn - ob) : 4;
-            while (job->k->max_np[nb] < np)
-                nb--;
-            int64_t m0 = grp * g->mg + ob * vl; /* first output channel */
-            int64_t nm = g->mg - ob * vl < nb * vl ? g->mg - ob * vl : nb * vl;
-            size_t y_off = nhwc ? (size_t)((n * p->out_sp + row_px + ow0) * p->m + m0)
-                                : (size_t)((n * p->m + m0) * p->out_sp + row_px + ow0);
-            cf_dbk_tile t = {
-                .x = xrow + ow0 * vl,
-                .tap = job->tap,
-                .ntaps = (int)g->ntaps,
-                .ncb = (int)g->cbg,
-                .x_cb = (ptrdiff_t)g->x_cb,
-                .w = job->wp + (size_t)((grp * g->mbg + ob) * w_ob),
-                .w_ob = (ptrdiff_t)w_ob,
-                .nb = nb,
-                .np = np,
-            };
-            cf_dbk_store st = {
-                .p = p,
-                .y = (float *)job->a->y + y_off,
-                .z = job->a->z ? (const float *)job->a->z + y_off : NULL,
-                .bias = job->a->b ? (const float *)job->a->b + m0 : NULL,
-                .nm = (int)nm,
-                .ch_stride = ch_stride,
-                .px_stride = px_stride,
-            };
-            job->k->tile(&t, &st);
-            ob += nb;
-        }
+    for (int64_t t = band * tiles / job->bands; t < t1; t++) {
+        int64_t r = t / job->tpr, ow0 = t % job->tpr * job->np;
+        int np = g->row_len - ow0 < job->np ? (int)(g->row_len - ow0) : job->np;
+        int64_t od = r / s->out[1], oh = r % s->out[1];
+        const float *xrow = g->flat ? xg
+                                    : xg + (size_t)((od * s->stride[0] * g->hp +
+                                                     oh * s->stride[1]) * g->rs);
+        int64_t px = r * g->row_len + ow0; /* the tile's first pixel in the output plane */
+        /* The last group may hold fewer blocks (np fits: max_np never increases). */
+        int nb = (int)obn;
+        int64_t m0 = grp * g->mg + ob0 * vl; /* first output channel */
+        int64_t nm = g->mg - ob0 * vl < nb * vl ? g->mg - ob0 * vl : nb * vl;
+        size_t y_off = nhwc ? (size_t)((n * p->out_sp + px) * p->m + m0)
+                            : (size_t)((n * p->m + m0) * p->out_sp + px);
+        cf_dbk_tile tl = {
+            .x = xrow + ow0 * vl,
+            .tap = job->tap,
+            .ntaps = (int)g->ntaps,
+            .ncb = (int)g->cbg,
+            .x_cb = (ptrdiff_t)g->x_cb,
+            .w = job->wp + (size_t)((grp * g->mbg + ob0) * w_ob),
+            .w_ob = (ptrdiff_t)w_ob,
+            .nb = nb,
+            .np = np,
+        };
+        cf_dbk_store st = {
+            .p = p,
+            .y = (float *)job->a->y + y_off,
+            .z = job->a->z ? (const float *)job->a->z + y_off : NULL,
+            .bias = job->a->b ? (const float *)job->a->b + m0 : NULL,
+            .nm = (int)nm,
+            .ch_stride = ch_stride,
+            .px_stride = px_stride,
+        };
+        job->k->tile(&tl, &st);
     }
 }
 
-/* Picks the tile: the most accumulators per tile (balanced pixel runs), ties to more
+/* ---- both passes in one parallel loop --------------------------------------------- */
+
+/* Every task first claims conversion shares until none is left, waits until all are
+ * finished, then computes its band.  One parallel loop instead of two saves a fork-join
+ * per execution, which on 7x7 layers costs about as much as the conversion, and a
+ * worker that arrives late still finds compute tasks.  A thread waits only once every
+ * share has been claimed, by threads that finish them without waiting, so the wait
+ * ends whatever order and threads the pool runs the tasks on. */
+static void dbk_task(void *arg, size_t index)
+{
+    dbk_job *job = arg;
+    for (size_t c; (c = atomic_fetch_add_explicit(&job->next_share, 1, memory_order_relaxed)) <
+                   job->ctasks;) {
+        dbk_convert_share(job, c);
+        atomic_fetch_add_explicit(&job->converted, 1, memory_order_release);
+    }
+    while (atomic_load_explicit(&job->converted, memory_order_acquire) < job->ctasks) {
+#if defined(__x86_64__)
+        _mm_pause();
+#endif
+    }
+    dbk_band(job, index);
+}
+
+/* Estimated cycles of one input-channel step of an nb x np tile: nb * np FMAs on two
+ * pipes, nb weight loads and np broadcasts on two load ports, and at least the FMA
+ * latency (about 4 cycles), which every accumulator's dependency chain must cover. */
+static double dbk_step_cost(int nb, int np)
+{
+    double fma = nb * np / 2.0, ld = (nb + np) / 2.0, c = fma > ld ? fma : ld;
+    return c > 4.0 ? c : 4.0;
+}
+
+/* Picks the tile with the lowest estimated time over the whole output: every group of
+ * nb output blocks (the last one may be smaller) times every tile of a row (balanced
+ * pixel runs, the last may be shorter).  Ties go to more accumulators, then to more
  * output blocks, which load fewer broadcasts per FMA. */
 static void dbk_choose_tile(const cf_dbk_kernels *k, const dbk_geom *g, int *nb_out, int *np_out)
 {
-    int best_nb = 1, best_np = 1, best = 0;
+    int best_nb = 1, best_np = 1;
+    double best = 0.0;
+    int64_t len = g->row_len;
     for (int nb = 1; nb <= 4 && (nb == 1 || nb <= g->mbg); nb++) {
-        int64_t ow = g->s.out[2];
-        int64_t tiles = (ow + k->max_np[nb] - 1) / k->max_np[nb];
-        int np = (int)((ow + tiles - 1) / tiles);
-        if (nb * np >= best) {
-            best = nb * np;
+        int64_t tiles = (len + k->max_np[nb] - 1) / k->max_np[nb];
+        int np = (int)((len + tiles - 1) / tiles);
+        tiles = (len + np - 1) / np;
+        int last = (int)(len - (tiles - 1) * np);
+        int rem = (int)(g->mbg % nb);
+        double cost = (double)(g->mbg / nb) *
+                      ((double)(tiles - 1) * dbk_step_cost(nb, np) + dbk_step_cost(nb, last));
+        if (rem)
+            cost += (double)(tiles - 1) * dbk_step_cost(rem, np) + dbk_step_cost(rem, last);
+        if (nb == 1 || cost < best || (cost == best && nb * np >= best_nb * best_np)) {
+            best = cost;
             best_nb = nb;
             best_np = np;
         }
@@ -380,11 +517,20 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
                    .tap = tap};
     dbk_choose_tile(k, &g, &job.nb, &job.np);
     job.nobg = (g.mbg + job.nb - 1) / job.nb;
+    job.tpr = (g.row_len + job.np - 1) / job.np;
 
-    size_t rows_in = (size_t)(p->n * g.groups * g.cbg * g.dp * g.hp);
-    cf_parallel_for(a->pool, rows_in, dbk_convert_task, &job);
-    size_t rows_out = (size_t)(p->n * g.groups * job.nobg * s->out[0] * s->out[1]);
-    cf_parallel_for(a->pool, rows_out, dbk_row_task, &job);
+    /* Both passes in equal runs, DBK_TASKS_PER_THREAD per thread where there is that much
+     * work; compute tasks split the output plane only as far as the blocks do not. */
+    size_t want = (size_t)DBK_TASKS_PER_THREAD * (size_t)cf_threadpool_size(a->pool);
+    job.crows_all = (size_t)(p->n * g.groups * g.cbg * g.crows);
+    job.ctasks = job.crows_all < want ? job.crows_all : want;
+    atomic_init(&job.next_share, 0);
+    atomic_init(&job.converted, 0);
+    size_t outer = (size_t)(p->n * g.groups * job.nobg);
+    size_t tiles = (size_t)(g.rows * job.tpr);
+    size_t bands = (want + outer - 1) / outer;
+    job.bands = (int64_t)(bands < tiles ? bands : tiles);
+    cf_parallel_for(a->pool, outer * (size_t)job.bands, dbk_task, &job);
     return CONVFIND_OK;
 }
 

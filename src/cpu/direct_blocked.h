@@ -7,7 +7,8 @@
  *   input  [n][channel block][D'][H'][phase][W'/phase][VL]  zero-padded spatially and
  *          in channels; the W axis is split into `stride_w` phases so that the output
  *          pixels of one row read consecutive input pixels for every kernel tap, which
- *          makes the kernel's addressing independent of the stride.
+ *          makes the kernel's addressing independent of the stride.  A 1x1 kernel
+ *          without padding stores only the pixels it reads: [n][block][out pixel][VL].
  *   weights [group][out block][in block][tap][VL in][VL out], zero-padded.
  * A tile is `np` consecutive output pixels of one row times `nb` output blocks; its
  * accumulators (nb * np vectors) stay in registers for the whole reduction over input
@@ -53,9 +54,12 @@ typedef struct cf_dbk_kernels {
     void (*tile)(const cf_dbk_tile *t, const cf_dbk_store *s);
     /* One NCHW input row into the blocked layout: channel l < lanes of pixel iw (in
      * [iw_lo, iw_hi)) is src[l * ch_stride + iw], stored at padded position
-     * wp = iw + pad, i.e. dst[((wp % sw) * wq + wp / sw) * VL + l]. */
+     * wp = iw + pad, i.e. dst[((wp % sw) * wq + wp / sw) * VL + l], for the pixels of
+     * phases wp % sw < nph only (nph = 1 keeps just the pixels a strided 1x1 reads);
+     * lanes >= `lanes` of the stored pixels are zeroed. */
     void (*nchw_row)(float *dst, const float *src, ptrdiff_t ch_stride, int lanes,
-                     int64_t iw_lo, int64_t iw_hi, int64_t pad, int64_t sw, int64_t wq);
+                     int64_t iw_lo, int64_t iw_hi, int64_t pad, int64_t sw, int64_t wq,
+                     int64_t nph);
 } cf_dbk_kernels;
 
 extern const cf_dbk_kernels cf_dbk_avx512, cf_dbk_avx2, cf_dbk_portable;

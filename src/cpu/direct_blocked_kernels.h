@@ -29,44 +29,68 @@
 #define DBK_NP(nb)                                                                         \
     ((DBK_REGS - 1 - (nb)) / (nb) < CF_DBK_MAX_NP ? (DBK_REGS - 1 - (nb)) / (nb) : CF_DBK_MAX_NP)
 
-/* act(sum + bias + z) for the tile's valid channels, stored in Y's layout. */
-static void dbk_store(const cf_dbk_store *s, const float *buf, int nb, int np)
+/* act(sum + bias + z) for the tile's valid channels, stored in Y's layout.  `act` is a
+ * constant at every call (dbk_store's switch), so cf_vactivate folds to its one case
+ * instead of branching per vector. */
+DBK_INLINE void dbk_store_act(const cf_dbk_store *s, const float *buf, int nb, int np,
+                              const convfind_activation act)
 {
-    const cf_problem *p = s->p;
-    if (s->ch_stride == 1) {
-        /* Channels innermost (NHWC): each buffered vector is a run of Y. */
-        for (int px = 0; px < np; px++) {
-            for (int j = 0; j < nb && j * CF_VL < s->nm; j++) {
-                int cnt = s->nm - j * CF_VL < CF_VL ? s->nm - j * CF_VL : CF_VL;
-                ptrdiff_t off = px * s->px_stride + j * CF_VL;
-                cf_vf v = cf_vload(buf + (j * np + px) * CF_VL);
-                if (s->bias)
-                    v = cf_vadd(v, cf_vload_n(s->bias + j * CF_VL, cnt));
-                if (s->z)
-                    v = cf_vadd(v, cf_vload_n(s->z + off, cnt));
-                cf_vstore_n(s->y + off, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);
-            }
-        }
-        return;
-    }
-    /* Pixels innermost (NCHW): transpose VL pixels x VL channels in registers, so each
-     * vector becomes a run of one channel's pixels. */
+    float alpha = s->p->alpha, beta = s->p->beta;
     for (int j = 0; j < nb && j * CF_VL < s->nm; j++) {
+        int nl = s->nm - j * CF_VL < CF_VL ? s->nm - j * CF_VL : CF_VL; /* valid channels */
+        cf_vf bias = s->bias ? cf_vload_n(s->bias + j * CF_VL, nl) : cf_vzero();
+        const float *b = buf + j * np * CF_VL;
+        if (s->ch_stride == 1) {
+            /* Channels innermost (NHWC): each buffered vector is a run of Y. */
+            for (int px = 0; px < np; px++) {
+                ptrdiff_t off = px * s->px_stride + j * CF_VL;
+                cf_vf v = cf_vadd(cf_vload(b + px * CF_VL), bias);
+                if (s->z)
+                    v = cf_vadd(v, cf_vload_n(s->z + off, nl));
+                cf_vstore_n(s->y + off, cf_vactivate(v, act, alpha, beta), nl);
+            }
+            continue;
+        }
+        /* Pixels innermost (NCHW): transpose VL pixels x VL channels in registers, so
+         * each vector becomes a run of one channel's pixels.  Without a residual the
+         * epilogue runs before the transpose, on the tile's pixel vectors only. */
         for (int px0 = 0; px0 < np; px0 += CF_VL) {
             int cnt = np - px0 < CF_VL ? np - px0 : CF_VL;
             cf_vf r[CF_VL];
-            for (int q = 0; q < CF_VL; q++)
-                r[q] = q < cnt ? cf_vload(buf + (j * np + px0 + q) * CF_VL) : cf_vzero();
+            for (int q = 0; q < CF_VL; q++) {
+                r[q] = q < cnt ? cf_vadd(cf_vload(b + (px0 + q) * CF_VL), bias) : cf_vzero();
+                if (q < cnt && !s->z)
+                    r[q] = cf_vactivate(r[q], act, alpha, beta);
+            }
             cf_vtranspose(r);
-            for (int l = 0; l < CF_VL && j * CF_VL + l < s->nm; l++) {
-                int m = j * CF_VL + l;
-                ptrdiff_t off = m * s->ch_stride + px0;
-                cf_vf v = cf_vadd(r[l], cf_vbcast(s->bias ? s->bias[m] : 0.0f));
+            for (int l = 0; l < nl; l++) {
+                ptrdiff_t off = (j * CF_VL + l) * s->ch_stride + px0;
+                cf_vf v = r[l];
                 if (s->z)
-                    v = cf_vadd(v, cf_vload_n(s->z + off, cnt));
-                cf_vstore_n(s->y + off, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);
+                    v = cf_vactivate(cf_vadd(v, cf_vload_n(s->z + off, cnt)), act, alpha, beta);
+                cf_vstore_n(s->y + off, v, cnt);
             }
         }
+    }
+}
+
+#define DBK_STORE_CASE(a)                                                                  \
+    case a:                                                                                \
+        dbk_store_act(s, buf, nb, np, a);                                                  \
+        return;
+
+static void dbk_store(const cf_dbk_store *s, const float *buf, int nb, int np)
+{
+    switch (s->p->act) {
+        DBK_STORE_CASE(CONVFIND_ACT_RELU)
+        DBK_STORE_CASE(CONVFIND_ACT_LEAKY_RELU)
+        DBK_STORE_CASE(CONVFIND_ACT_CLIP)
+        DBK_STORE_CASE(CONVFIND_ACT_SIGMOID)
+        DBK_STORE_CASE(CONVFIND_ACT_TANH)
+        DBK_STORE_CASE(CONVFIND_ACT_HARD_SIGMOID)
+    default:
+        dbk_store_act(s, buf, nb, np, CONVFIND_ACT_NONE);
+        return;
     }
 }
 
@@ -136,9 +160,11 @@ static void dbk_tile(const cf_dbk_tile *t, const cf_dbk_store *s)
 }
 
 /* VL pixels x VL channels at a time, transposed in registers; the stride phase and
- * index of each pixel advance incrementally instead of by division. */
+ * index of each pixel advance incrementally instead of by division.  Every lane of a
+ * stored pixel is written (zeros past `lanes`). */
 static void dbk_nchw_row(float *dst, const float *src, ptrdiff_t ch_stride, int lanes,
-                         int64_t iw_lo, int64_t iw_hi, int64_t pad, int64_t sw, int64_t wq)
+                         int64_t iw_lo, int64_t iw_hi, int64_t pad, int64_t sw, int64_t wq,
+                         int64_t nph)
 {
     int64_t wp = iw_lo + pad, ph = wp % sw, q = wp / sw;
     int64_t iw = iw_lo;
@@ -148,7 +174,8 @@ static void dbk_nchw_row(float *dst, const float *src, ptrdiff_t ch_stride, int 
             r[l] = l < lanes ? cf_vload(src + l * ch_stride + iw) : cf_vzero();
         cf_vtranspose(r);
         for (int k = 0; k < CF_VL; k++) {
-            cf_vstore(dst + (ph * wq + q) * CF_VL, r[k]);
+            if (ph < nph)
+                cf_vstore(dst + (ph * wq + q) * CF_VL, r[k]);
             if (++ph == sw) {
                 ph = 0;
                 q++;
@@ -157,8 +184,8 @@ static void dbk_nchw_row(float *dst, const float *src, ptrdiff_t ch_stride, int 
     }
     for (; iw < iw_hi; iw++) {
         float *d = dst + (ph * wq + q) * CF_VL;
-        for (int l = 0; l < lanes; l++)
-            d[l] = src[l * ch_stride + iw];
+        for (int l = 0; ph < nph && l < CF_VL; l++)
+            d[l] = l < lanes ? src[l * ch_stride + iw] : 0.0f;
         if (++ph == sw) {
             ph = 0;
             q++;
