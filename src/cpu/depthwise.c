@@ -3,15 +3,13 @@
  * native in both layouts (depthwise.h says how each is vectorised).
  *
  * Depthwise layers do about 2 * k_sp FLOPs per output, so they are bound by memory
- * traffic, not FMAs, and are judged in bytes per second: every path reads X and writes
- * Y once from memory.  NCHW 1-D and 2-D problems with stride 1 along W run in blocks of
- * rows through L1 copies (depthwise.h); other NCHW problems with narrow rows (stride 2
- * at 28x28 and below, 7-wide rows) transpose X and Y around the channels-last kernel,
- * whose two extra passes cost less than vectors along rows of 7 or 14; the rest (3-D,
- * stride 2 on wide rows) run plane by plane in place.  Any kernel size,
- * stride, dilation, asymmetric pads, 1-D to 3-D.  Weights need no packing for NCHW; for
- * the channels-last kernel their [tap][M] transpose is a few KiB, redone per execution
- * in the workspace.
+ * traffic and shuffles, not FMAs, and are judged in bytes per second: every path reads
+ * X and writes Y once from memory.  NCHW 1-D and 2-D problems (any kernel, stride,
+ * dilation, pads) run in blocks of CF_VL channels, transposed to channels-last and back
+ * inside L1 as part of one pass, so that planes of 7x7 or 14x14 fill every lane and
+ * stride 2 costs no gathers; 3-D problems and rows too wide for that kernel's buffers
+ * run plane by plane in place.  Weights are packed once per plan in blocks of CF_VL
+ * channels (pack_weights), or per execution into the workspace without a plan.
  */
 
 #include "core/algo.h"
@@ -19,6 +17,9 @@
 #include "cpu/isa.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
+#include "util/threadpool.h"
+
+#include <stdlib.h>
 
 static const cf_dw_kernels *dw_kernels(void)
 {
@@ -40,96 +41,78 @@ static bool dw_applicable(const cf_problem *p)
     return p->op == CONVFIND_OP_CONV && p->dtype == CONVFIND_DTYPE_F32 && p->group == p->c;
 }
 
-/* NCHW input rows narrower than this that the row-block kernel does not take go through
- * the channels-last kernel on transposed copies: vectors along so short a row would be
- * mostly edge lanes.  Measured on MobileNetV2's stride-2 layers: rows of 56 and 112 are
- * faster in place, rows of 28 and below through the transposes. */
-#define DW_NARROW 48
+/* Plans the NCHW channel-block kernel (depthwise.h) for CF_VL = vl: input rows of
+ * `width` pixels (pads included), the most output rows per step whose ring of input rows
+ * and sums fit the kernel's buffers, and bands of rows so that there are about
+ * DW_BANDS_PER_THREAD tasks per thread (a band re-reads the rows its neighbour also
+ * needs, so bands are only cut where channel blocks alone are too few).  False for 3-D
+ * problems and rows too wide for the buffers. */
+#define DW_BANDS_PER_THREAD 4
 
-/* Plans the NCHW row-block kernel (depthwise.h): the most output rows per block whose
- * padded phase rows and sums fit the kernel's buffers, then blocks of equal size.  False
- * for 3-D problems, strides along W (the phase split they need measured slower than the
- * plane kernel's even-lane loads and the channels-last kernel), rows narrower than
- * DW_BLOCK_MIN (7-wide rows waste more lanes in padding than the transposes cost) and
- * rows too wide for one block. */
-#define DW_BLOCK_MIN 12
-
-static bool dw_rows_plan(cf_dw_job *j)
+/* The most output rows per step whose ring (halo rows for the first, stride[1] more
+ * for each further one, and one zero row) and sums fit ring_floats and sums_floats;
+ * 0 when not one does. */
+static int64_t dw_blocked_step(const cf_dw_job *j, int64_t vl, int64_t halo,
+                               int64_t ring_floats, int64_t sums_floats)
 {
     const cf_geom3 *s = &j->s;
-    if (s->in[0] != 1 || s->k[0] != 1 || s->out[0] != 1 || s->stride[2] != 1 ||
-        s->in[2] < DW_BLOCK_MIN)
+    int64_t slots = ring_floats / (j->width * vl) - 1;
+    int64_t by_sums = (sums_floats / vl - (vl - 1)) / s->out[2];
+    if (slots < halo || by_sums < 1)
+        return 0;
+    int64_t by_ring = (slots - halo) / s->stride[1] + 1;
+    return by_ring < by_sums ? by_ring : by_sums;
+}
+
+static bool dw_blocked_plan(cf_dw_job *j, int64_t vl, int64_t threads)
+{
+    const cf_geom3 *s = &j->s;
+    const cf_problem *p = j->p;
+    if (s->in[0] != 1 || s->k[0] != 1 || s->out[0] != 1 || s->k[1] > CF_DW_KH_MAX)
         return false;
-    int64_t sh = s->stride[1];
-    if (sh > CF_DW_IN_FLOATS)
+    int64_t reach = (s->out[2] - 1) * s->stride[2] + (s->k[2] - 1) * s->dil[2] + 1;
+    j->width = s->pad[2] + s->in[2] > reach ? s->pad[2] + s->in[2] : reach;
+    int64_t halo = (s->k[1] - 1) * s->dil[1] + 1;
+    /* Half the buffers where that holds a step: X and Y stream through L1 as well
+     * (measured faster on MobileNetV2's 28- and 56-wide rows). */
+    j->step = dw_blocked_step(j, vl, halo, CF_DW_RING_FLOATS / 2, CF_DW_SUMS_FLOATS / 2);
+    if (j->step < 1)
+        j->step = dw_blocked_step(j, vl, halo, CF_DW_RING_FLOATS, CF_DW_SUMS_FLOATS);
+    if (j->step < 1)
         return false;
-    j->qh = (s->k[1] - 1) * s->dil[1] / sh;
-    j->pw = s->out[2] + (s->k[2] - 1) * s->dil[2];
-    if (j->pw > CF_DW_OUT_FLOATS || j->qh > CF_DW_IN_FLOATS)
-        return false;
-    int64_t by_out = (CF_DW_OUT_FLOATS - CF_DW_SLACK) / j->pw;
-    int64_t by_in = (CF_DW_IN_FLOATS - CF_DW_SLACK) / (sh * j->pw) - j->qh;
-    int64_t most = by_out < by_in ? by_out : by_in;
-    if (most < 1)
-        return false;
-    j->blocks = (s->out[1] + most - 1) / most;
-    j->rows = (s->out[1] + j->blocks - 1) / j->blocks;
-    j->pstride = (j->rows + j->qh) * j->pw;
+    j->step = j->step < s->out[1] ? j->step : s->out[1];
+    j->ring = (j->step - 1) * s->stride[1] + halo;
+    j->cblocks = (p->m + vl - 1) / vl;
+    int64_t want = DW_BANDS_PER_THREAD * threads, have = p->n * j->cblocks;
+    int64_t bands = have >= want ? 1 : (want + have - 1) / have;
+    bands = bands < s->out[1] ? bands : s->out[1];
+    j->band = (s->out[1] + bands - 1) / bands;
+    j->bands = (s->out[1] + j->band - 1) / j->band;
     return true;
 }
 
-/* The row-block kernel's tables (depthwise.h), computed once per execution so that the
- * kernel divides by no stride: tap (kh, kw) reads row phase kh*dh mod sh, shifted by the
- * quotient in rows and by kw*dw in columns; padded column j is input column j - pad. */
-static void dw_rows_tables(const cf_dw_job *j, int64_t *off, int64_t *cols)
-{
-    const cf_geom3 *s = &j->s;
-    int64_t sh = s->stride[1];
-    for (int64_t kh = 0; kh < s->k[1]; kh++)
-        for (int64_t kw = 0; kw < s->k[2]; kw++) {
-            int64_t a = kh * s->dil[1];
-            off[kh * s->k[2] + kw] = a % sh * j->pstride + a / sh * j->pw + kw * s->dil[2];
-        }
-    int64_t lo = s->pad[2], hi = s->pad[2] + s->in[2];
-    lo = lo < j->pw ? lo : j->pw;
-    hi = hi < j->pw ? hi : j->pw;
-    cols[0] = lo;
-    cols[1] = hi > lo ? hi : lo;
-}
-
-static bool dw_transposed(const cf_problem *p, const cf_dw_job *j)
-{
-    cf_dw_job plan = *j;
-    return p->layout == CONVFIND_LAYOUT_NCHW && j->s.in[2] < DW_NARROW && !dw_rows_plan(&plan);
-}
-
-/* Workspace parts, for the channels-last kernel only: packed weights, X with M channels
- * per pixel (NHWC with multiplier > 1, or transposed NCHW), and Y channels-last
- * (transposed NCHW). */
+/* Workspace parts: weights packed per execution when the plan has none packed (or
+ * packed at another ISA's channel block), and for NHWC with multiplier > 1 X with each
+ * input channel repeated. */
 typedef struct dw_ws {
-    size_t w, xrep, yt, off, cols;
+    size_t w, xrep;
     cf_ws total;
 } dw_ws;
+
+static size_t dw_packed_floats(const cf_problem *p, int64_t vl)
+{
+    return (size_t)((p->m + vl - 1) / vl * vl * p->k_sp);
+}
 
 static dw_ws dw_ws_of(const cf_problem *p, const cf_dw_job *j)
 {
     dw_ws w = {0};
     cf_ws *t = &w.total;
-    cf_dw_job plan = *j;
-    if (p->layout == CONVFIND_LAYOUT_NCHW && dw_rows_plan(&plan)) {
-        w.off = cf_ws_take(t, (size_t)p->k_sp, sizeof(int64_t));
-        w.cols = cf_ws_take(t, 2, sizeof(int64_t));
-        return w;
-    }
-    bool transposed = dw_transposed(p, j);
-    if (p->layout == CONVFIND_LAYOUT_NHWC || transposed) {
-        w.w = cf_ws_take(t, (size_t)p->w_elems, sizeof(float));
-        size_t rep = j->mult > 1 || transposed
-                         ? cf_ws_mul(t, cf_ws_mul(t, (size_t)p->n, (size_t)p->in_sp), (size_t)p->m)
-                         : 0;
-        w.xrep = cf_ws_take(t, rep, sizeof(float));
-        w.yt = cf_ws_take(t, transposed ? p->y_elems : 0, sizeof(float));
-    }
+    w.w = cf_ws_take(t, dw_packed_floats(p, CF_DW_VL_MAX), sizeof(float));
+    size_t rep = p->layout == CONVFIND_LAYOUT_NHWC && j->mult > 1
+                     ? cf_ws_mul(t, cf_ws_mul(t, (size_t)p->n, (size_t)p->in_sp), (size_t)p->m)
+                     : 0;
+    w.xrep = cf_ws_take(t, rep, sizeof(float));
     return w;
 }
 
@@ -168,13 +151,6 @@ static void dw_row_task(void *arg, size_t index)
         r->k->nhwc_row(r->j, i);
 }
 
-static void dw_block_task(void *arg, size_t index)
-{
-    const dw_run *r = arg;
-    for (size_t i = index * r->per_task; i < r->count && i < (index + 1) * r->per_task; i++)
-        r->k->nchw_block(r->j, i);
-}
-
 static void dw_plane_task(void *arg, size_t index)
 {
     const dw_run *r = arg;
@@ -190,12 +166,60 @@ static size_t dw_split(dw_run *r, size_t count, size_t outputs)
     return (count + r->per_task - 1) / r->per_task;
 }
 
-/* NHWC weights as [tap][M]: one vector load per tap and channel run. */
-static void dw_pack_nhwc(const cf_problem *p, const float *w, float *dst)
+/* W as [M / vl][tap][vl], channels past M zero: one vector load per tap and block of
+ * vl channels, for the NHWC and the NCHW channel-block kernels. */
+static void dw_pack(const cf_problem *p, const float *w, int64_t vl, float *dst)
 {
-    for (int64_t m = 0; m < p->m; m++)
+    for (int64_t m0 = 0; m0 < p->m; m0 += vl)
         for (int64_t t = 0; t < p->k_sp; t++)
-            dst[t * p->m + m] = w[m * p->k_sp + t];
+            for (int64_t l = 0; l < vl; l++)
+                *dst++ = m0 + l < p->m ? w[(m0 + l) * p->k_sp + t] : 0.0f;
+}
+
+typedef struct dw_packed {
+    int vl;
+    float *w;
+} dw_packed;
+
+static convfind_status dw_pack_weights(const cf_problem *p, const void *state, const void *w,
+                                       void **packed)
+{
+    (void)state;
+    *packed = NULL;
+    int vl = dw_kernels()->vl;
+    size_t floats = dw_packed_floats(p, vl);
+    dw_packed *pk = malloc(sizeof *pk);
+    float *data = aligned_alloc(64, (floats * sizeof(float) + 63) & ~(size_t)63);
+    if (!pk || !data) {
+        free(pk);
+        free(data);
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of packed weights "
+                       "for cpu.depthwise", floats * sizeof(float));
+    }
+    dw_pack(p, w, vl, data);
+    pk->vl = vl;
+    pk->w = data;
+    *packed = pk;
+    return CONVFIND_OK;
+}
+
+static void dw_free_packed(void *packed)
+{
+    dw_packed *pk = packed;
+    if (pk)
+        free(pk->w);
+    free(pk);
+}
+
+typedef struct dw_blocked_run {
+    const cf_dw_kernels *k;
+    const cf_dw_job *j;
+} dw_blocked_run;
+
+static void dw_blocked_task(void *arg, size_t index)
+{
+    const dw_blocked_run *r = arg;
+    r->k->nchw_blocked(r->j, index);
 }
 
 typedef struct dw_rep_job {
@@ -216,23 +240,6 @@ static void dw_repeat_task(void *arg, size_t index)
             dst[c * r->mult + k] = src[c];
 }
 
-typedef struct dw_tr_run {
-    const cf_dw_kernels *k;
-    cf_dw_tr t;
-} dw_tr_run;
-
-static void dw_to_last_task(void *arg, size_t index)
-{
-    const dw_tr_run *r = arg;
-    r->k->to_last(&r->t, index);
-}
-
-static void dw_to_first_task(void *arg, size_t index)
-{
-    const dw_tr_run *r = arg;
-    r->k->to_first(&r->t, index);
-}
-
 static convfind_status dw_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
 {
     (void)state;
@@ -250,32 +257,24 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
     j.z = a->z;
     j.y = a->y;
     dw_run run = {dw_kernels(), &j, 1, 0};
-    if (dw_transposed(p, &j)) {
-        /* Sums and bias channels-last, residual and activation on the way back, so the
-         * epilogue keeps its order: act(conv + bias + z). */
-        cf_problem q = *p;
-        q.act = CONVFIND_ACT_NONE;
-        q.layout = CONVFIND_LAYOUT_NHWC;
-        j.p = &q;
-        float *wp = (float *)(base + ws.w);
-        dw_pack_nhwc(p, a->w, wp);
-        j.w = wp;
-        j.xc = p->m;
-        j.x = (float *)(base + ws.xrep);
-        j.y = (float *)(base + ws.yt);
-        j.z = NULL;
-        size_t blocks = (size_t)(p->n * ((p->m + CF_DW_TR_BLOCK - 1) / CF_DW_TR_BLOCK));
-        dw_tr_run in = {run.k, {p, a->x, (float *)j.x, NULL, j.mult}};
-        cf_parallel_for(a->pool, blocks, dw_to_last_task, &in);
-        size_t tasks = dw_split(&run, (size_t)(p->n * j.s.out[0] * j.s.out[1]),
-                                (size_t)(j.s.out[2] * p->m));
-        cf_parallel_for(a->pool, tasks, dw_row_task, &run);
-        dw_tr_run out = {run.k, {p, j.y, a->y, a->z, j.mult}};
-        cf_parallel_for(a->pool, blocks, dw_to_first_task, &out);
-    } else if (p->layout == CONVFIND_LAYOUT_NHWC) {
-        float *wp = (float *)(base + ws.w);
-        dw_pack_nhwc(p, a->w, wp);
-        j.w = wp;
+    int vl = run.k->vl;
+    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    int64_t threads = cf_threadpool_size(a->pool);
+    bool blocked = !nhwc && dw_blocked_plan(&j, vl, threads);
+    if (nhwc || blocked) {
+        const dw_packed *pk = a->packed_w;
+        if (pk && pk->vl == vl) {
+            j.w = pk->w;
+        } else {
+            float *wp = (float *)(base + ws.w);
+            dw_pack(p, a->w, vl, wp);
+            j.w = wp;
+        }
+    }
+    if (blocked) {
+        dw_blocked_run br = {run.k, &j};
+        cf_parallel_for(a->pool, (size_t)(p->n * j.cblocks * j.bands), dw_blocked_task, &br);
+    } else if (nhwc) {
         j.xc = p->c;
         if (j.mult > 1) {
             dw_rep_job rep = {p, a->x, (float *)(base + ws.xrep), j.mult};
@@ -286,14 +285,6 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
         size_t tasks = dw_split(&run, (size_t)(p->n * j.s.out[0] * j.s.out[1]),
                                 (size_t)(j.s.out[2] * p->m));
         cf_parallel_for(a->pool, tasks, dw_row_task, &run);
-    } else if (dw_rows_plan(&j)) {
-        int64_t *off = (int64_t *)(base + ws.off), *cols = (int64_t *)(base + ws.cols);
-        dw_rows_tables(&j, off, cols);
-        j.off = off;
-        j.cols = cols;
-        size_t tasks = dw_split(&run, (size_t)(p->n * p->m * j.blocks),
-                                (size_t)(j.rows * j.s.out[2]));
-        cf_parallel_for(a->pool, tasks, dw_block_task, &run);
     } else {
         size_t tasks = dw_split(&run, (size_t)(p->n * p->m), (size_t)p->out_sp);
         cf_parallel_for(a->pool, tasks, dw_plane_task, &run);
@@ -308,5 +299,7 @@ const cf_algo cf_algo_cpu_depthwise = {
     .workspace = dw_workspace,
     .prepare = NULL,
     .release = NULL,
+    .pack_weights = dw_pack_weights,
+    .free_packed = dw_free_packed,
     .execute = dw_execute,
 };

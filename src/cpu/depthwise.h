@@ -2,22 +2,25 @@
  * depthwise.h - the contract between cpu.depthwise's driver (depthwise.c) and its
  * per-ISA kernels (depthwise_kernels.h, compiled by depthwise_<isa>.c).
  *
- * Two native forms, one per layout, because the contiguous axis differs:
+ * The contiguous axis differs between the layouts, so each has its own form:
  *   NHWC  vectors run over channels: one task per output row; each channel vector walks
  *         the row in runs of pixels whose kernel window is entirely inside the input
  *         (no bounds checks in the inner loop), border pixels one at a time with their
  *         own tap ranges.  Channel multipliers > 1 read a copy of X with each input
  *         channel repeated `mult` times, so output channel m always reads channel m.
- *   NCHW  vectors run along W, one task per (image, output channel) plane, reading X in
- *         place: whole vectors (stride 1) or even lanes of two vectors (stride 2) where
- *         a vector's window lies inside the row, a masked gather at the row ends (and
- *         for larger strides); rows outside the input are skipped per output row.
- *         2-D and 1-D problems with stride 1 along W instead run in blocks of output
- *         rows: the block's input rows are copied zero-padded (split by row stride into
- *         phases) into an L1 buffer, where every tap is one unmasked load at a fixed
- *         offset from the output position, so a block is one flat run of vectors over
- *         rows pw wide (lanes past OW computed and dropped); the epilogue compacts the
- *         rows into Y.
+ *   NCHW channel blocks (1-D and 2-D): one task per block of CF_VL output channels and
+ *         band of output rows.  The band's input rows are transposed in registers,
+ *         CF_VL pixels at a time, into a ring of channels-last rows in L1 (zero columns
+ *         for the pads, a zero row for rows outside the input); each output pixel of
+ *         CF_VL channels is then one aligned load and FMA per tap, whatever the stride
+ *         or dilation; and the sums go back to the CF_VL output planes through the same
+ *         transpose.  Positions run on across rows in both transposes, so 7x7 and 14x14
+ *         planes fill whole vectors, which vectors along W cannot.
+ *   NCHW planes (3-D, and rows too wide for the ring): vectors along W, one task per
+ *         (image, output channel) plane, reading X in place: whole vectors (stride 1) or
+ *         even lanes of two vectors (stride 2) where a vector's window lies inside the
+ *         row, a masked gather at the row ends (and for larger strides); rows outside
+ *         the input are skipped per output row.
  */
 #ifndef CONVFIND_CPU_DEPTHWISE_H
 #define CONVFIND_CPU_DEPTHWISE_H
@@ -35,46 +38,34 @@ typedef struct cf_dw_job {
     int64_t ntaps;
     const float *x;       /* NHWC: X, or its channel-repeated copy; NCHW: X */
     int64_t xc;           /* NHWC: channels per pixel of x (C, or M for the copy) */
-    const float *w;       /* NHWC: packed [tap][M]; NCHW: W as ONNX stores it, [M][tap] */
+    const float *w;       /* packed [M / CF_VL][tap][CF_VL] (NHWC, NCHW channel blocks), or
+                           * W as ONNX stores it, [M][tap] (the other NCHW forms) */
     const float *b, *z;   /* bias (M) and residual (Y's shape), or NULL */
     float *y;
-    /* NCHW row blocks (dw_rows_plan in depthwise.c): `rows` output rows per block,
-     * `blocks` blocks per plane, zero-padded input rows `pw` floats wide, qh the largest
-     * tap offset in rows of a row phase, phase planes `pstride` floats apart; off[t]:
-     * tap t's offset from the output position; cols[0], cols[1]: the padded columns
-     * [lo, hi) that hold input.  off and cols are in the workspace. */
-    int64_t rows, blocks, pw, qh, pstride;
-    const int64_t *off, *cols;
+    /* NCHW channel blocks (dw_blocked_plan in depthwise.c): `cblocks` blocks of CF_VL
+     * output channels per image, `bands` bands of `band` output rows per block, computed
+     * `step` rows at a time from a ring of `ring` transposed input rows, each `width`
+     * pixels of CF_VL channels (pad[2] zero pixels, then the input row, then zeros). */
+    int64_t cblocks, band, bands, step, ring, width;
 } cf_dw_job;
 
-/* Per-call stack buffers of the NCHW row-block kernel, in floats: the row phases of
- * the zero-padded input rows of one block, and its sums before they are compacted into
- * Y.  Together they stay inside a 48 KiB L1 data cache.  CF_DW_SLACK covers the two
- * widest vectors read past the last phase row or sum. */
-#define CF_DW_IN_FLOATS 6144
-#define CF_DW_OUT_FLOATS 3072
-#define CF_DW_SLACK 32
+/* Per-call stack buffers of the NCHW channel-block kernel, in floats: the ring of
+ * transposed input rows, and the sums of up to `step` output rows plus one chunk of
+ * CF_VL pixels waiting for their transpose into Y.  Together about a 48 KiB L1. */
+#define CF_DW_RING_FLOATS 8192
+#define CF_DW_SUMS_FLOATS 4096
+#define CF_DW_KH_MAX 64 /* the most kernel rows the channel-block kernel takes */
 
-/* NCHW problems with narrow rows run the channels-last kernel between two transposes:
- * X (NCHW) -> [n][pixel][M] (output channel m reading input channel m / mult), and the
- * kernel's [n][pixel][M] (sums + bias) -> Y (NCHW) with residual and activation. */
-typedef struct cf_dw_tr {
-    const cf_problem *p;
-    const float *src;
-    float *dst;
-    const float *z;       /* residual (to_first only), or NULL */
-    int64_t mult;
-} cf_dw_tr;
-
-#define CF_DW_TR_BLOCK 16 /* channels per transpose task */
+/* The widest CF_VL of any ISA: weights are packed in blocks of this many channels at
+ * most, which sizes the workspace for every level. */
+#define CF_DW_VL_MAX 16
 
 typedef struct cf_dw_kernels {
     void (*nhwc_row)(const cf_dw_job *job, size_t row);     /* row = (n*OD + od)*OH + oh */
     void (*nchw_plane)(const cf_dw_job *job, size_t plane); /* plane = n*M + m */
-    void (*nchw_block)(const cf_dw_job *job, size_t unit);  /* unit = plane*blocks + block */
-    /* task = n * ceil(M / CF_DW_TR_BLOCK) + channel block */
-    void (*to_last)(const cf_dw_tr *t, size_t task);
-    void (*to_first)(const cf_dw_tr *t, size_t task);
+    /* unit = (n * cblocks + channel block) * bands + band */
+    void (*nchw_blocked)(const cf_dw_job *job, size_t unit);
+    int vl; /* CF_VL of these kernels: the channel block, and the packed weights' block */
 } cf_dw_kernels;
 
 extern const cf_dw_kernels cf_dw_avx512, cf_dw_avx2, cf_dw_portable;

@@ -1,12 +1,13 @@
 /*
- * depthwise_kernels.h - cpu.depthwise's row (NHWC) and plane (NCHW) kernels, written
- * once over cpu/simd.h and included by one depthwise_<isa>.c per ISA.
+ * depthwise_kernels.h - cpu.depthwise's row (NHWC), channel-block (NCHW 1-D and 2-D)
+ * and plane (other NCHW) kernels, written once over cpu/simd.h and included by one
+ * depthwise_<isa>.c per ISA.
  *
  * Depthwise convolution does a handful of FMAs per loaded value, so these kernels aim
- * at memory traffic, not FMA throughput: weights are loaded once per run of pixels
- * (NHWC) or broadcast once per row of vectors (NCHW), and several independent
- * accumulators hide the FMA latency.  The epilogue is applied to the accumulators and
- * stored straight into Y.
+ * at memory traffic and shuffles, not FMA throughput: weights are loaded once per run
+ * of pixels, several independent accumulators hide the FMA latency, and the NCHW
+ * channel-block kernel keeps its transposed rows and sums in L1 between reading X and
+ * writing Y.  Bias is the accumulators' start; residual and activation follow the sums.
  */
 #include "cpu/depthwise.h"
 #include "cpu/simd.h"
@@ -19,7 +20,8 @@
 
 #define DW_RUN 8  /* NHWC: pixels per run */
 #define DW_VECS 4 /* NCHW planes: vectors per row block */
-#define DW_FLAT 8 /* NCHW row blocks: vectors per step of the flat run */
+#define DW_PIX 8  /* NCHW channel blocks: pixels per step along a row */
+#define DW_ROWS 8 /* NCHW channel blocks: output rows per call of the row kernel */
 
 static inline int64_t dw_max(int64_t a, int64_t b) { return a > b ? a : b; }
 static inline int64_t dw_min(int64_t a, int64_t b) { return a < b ? a : b; }
@@ -62,10 +64,10 @@ DW_INLINE void dw_nhwc_pixels(const cf_dw_job *j, int64_t n, int64_t od, int64_t
         for (int64_t kh = kr[2]; kh < kr[3]; kh++) {
             int64_t ih = oh * s->stride[1] - s->pad[1] + kh * s->dil[1];
             const float *xrow = j->x + ((n * s->in[0] + id) * s->in[1] + ih) * s->in[2] * j->xc + c0;
-            const float *wt = j->w + ((kd * s->k[1] + kh) * s->k[2]) * p->m + c0;
+            const float *wt = j->w + c0 * j->ntaps + (kd * s->k[1] + kh) * s->k[2] * CF_VL;
 #pragma GCC unroll 3
             for (int64_t kw = kw_lo; kw < kw_hi; kw++) {
-                cf_vf wv = full ? cf_vload(wt + kw * p->m) : cf_vload_n(wt + kw * p->m, cnt);
+                cf_vf wv = cf_vload(wt + kw * CF_VL); /* zeros past M */
                 const float *xp =
                     xrow + (ow * s->stride[2] - s->pad[2] + kw * (KW ? 1 : s->dil[2])) * j->xc;
 #pragma GCC unroll 8
@@ -277,204 +279,276 @@ static void dw_nchw_plane(const cf_dw_job *j, size_t plane)
     }
 }
 
-/* One phase row of the NCHW row-block kernel: dst[j] = src[j - lo] for j in [lo, hi)
- * and 0 elsewhere in [0, pw) (all of it when src is NULL, a padding row). */
-static void dw_phase_row(float *dst, const float *src, int64_t pw, int64_t lo, int64_t hi)
+/* Input positions [p0, p1) of the block's channel planes (lane l reads src[l]),
+ * transposed CF_VL at a time in registers into the ring: input row ih goes to slot
+ * ih % ring, pixel iw to column pad + iw.  A run may start and end inside rows. */
+static void dw_ring_fill(const cf_dw_job *j, const float *const *src, float *ring, int64_t p0,
+                         int64_t p1)
 {
-    if (!src)
-        lo = hi = 0;
-    for (int64_t j = 0; j < lo; j += CF_VL)
-        cf_vstore_n(dst + j, cf_vzero(), (int)dw_min(CF_VL, lo - j));
-    int64_t j = lo;
-    for (; j + CF_VL <= hi; j += CF_VL)
-        cf_vstore(dst + j, cf_vload(src + (j - lo)));
-    if (j < hi)
-        cf_vstore_n(dst + j, cf_vload_n(src + (j - lo), (int)(hi - j)), (int)(hi - j));
-    for (j = hi; j < pw; j += CF_VL)
-        cf_vstore_n(dst + j, cf_vzero(), (int)dw_min(CF_VL, pw - j));
-}
-
-/* nv vectors of sums at flat position q0 of a block, tap t reading in + off[t]: for 3x3
- * kernels with dilation 1 along W (K9) the nine weights stay in registers across the
- * block. */
-DW_INLINE void dw_flat_vectors(const cf_dw_job *j, const float *in, float *out,
-                               const float *w, const int64_t *off, const cf_vf *w9,
-                               int64_t q0, const int nv, const bool K9)
-{
-    cf_vf acc[DW_FLAT];
-#pragma GCC unroll 8
-    for (int r = 0; r < nv; r++)
-        acc[r] = cf_vzero();
-    if (K9) {
-        /* Taps kw = 1, 2 of a row are its kw = 0 vector shifted by one and two lanes:
-         * one load per vector and row instead of three, mostly not splitting a line. */
-#pragma GCC unroll 3
-        for (int kh = 0; kh < 3; kh++) {
-            const float *src = in + off[3 * kh] + q0;
-            cf_vf a = cf_vload(src);
-#pragma GCC unroll 8
-            for (int r = 0; r < nv; r++) {
-                cf_vf b = cf_vload(src + (r + 1) * CF_VL);
-                acc[r] = cf_vfma(a, w9[3 * kh], acc[r]);
-                acc[r] = cf_vfma(cf_vshift(a, b, 1), w9[3 * kh + 1], acc[r]);
-                acc[r] = cf_vfma(cf_vshift(a, b, 2), w9[3 * kh + 2], acc[r]);
-                a = b;
+    const cf_geom3 *s = &j->s;
+    int64_t iw_n = s->in[2], slot_floats = j->width * CF_VL;
+    int64_t ih = p0 / iw_n, iw = p0 % iw_n, slot = ih % j->ring;
+    float *row = ring + slot * slot_floats + s->pad[2] * CF_VL;
+    for (int64_t q0 = p0; q0 < p1; q0 += CF_VL) {
+        int k = (int)dw_min(CF_VL, p1 - q0);
+        cf_vf r[CF_VL];
+        if (k == CF_VL)
+            for (int l = 0; l < CF_VL; l++)
+                r[l] = cf_vload(src[l] + q0);
+        else
+            for (int l = 0; l < CF_VL; l++)
+                r[l] = cf_vload_n(src[l] + q0, k);
+        cf_vtranspose(r);
+#pragma GCC unroll 16
+        for (int q = 0; q < CF_VL; q++) { /* unrolled: r stays in registers */
+            if (q >= k)
+                break;
+            cf_vstore(row + iw * CF_VL, r[q]);
+            if (++iw == iw_n) {
+                iw = 0;
+                slot = slot + 1 == j->ring ? 0 : slot + 1;
+                row = ring + slot * slot_floats + s->pad[2] * CF_VL;
             }
         }
-    } else {
-        for (int64_t t = 0; t < j->ntaps; t++) {
-            const float *src = in + off[t] + q0;
-            cf_vf wv = cf_vbcast(w[t]);
+    }
+}
+
+/* nq pixels of one output row, CF_VL channels each, summed into sums (bias included):
+ * one FMA per tap and pixel, each reading one aligned vector of the ring.  rows[kh] is
+ * the ring row of kernel row kh (the zero row outside the input), `at` the floats from
+ * a row's start to the first pixel's window, w the block's packed weights.  K3: 3x3
+ * kernels with dilation 1 along W (taps unrolled); SW: a compile-time stride along W
+ * (0: the problem's). */
+DW_INLINE void dw_blocked_pixels(const cf_dw_job *j, const float *const *rows, int64_t at,
+                                 const float *w, cf_vf bias, float *sums, const int nq,
+                                 const bool K3, const int SW)
+{
+    const cf_geom3 *s = &j->s;
+    const int64_t khn = K3 ? 3 : s->k[1], kwn = K3 ? 3 : s->k[2];
+    const int64_t sw = SW ? SW : s->stride[2], dw = K3 ? 1 : s->dil[2];
+    cf_vf acc[DW_PIX];
 #pragma GCC unroll 8
-            for (int r = 0; r < nv; r++)
-                acc[r] = cf_vfma(cf_vload(src + r * CF_VL), wv, acc[r]);
+    for (int q = 0; q < nq; q++)
+        acc[q] = bias;
+#pragma GCC unroll 3
+    for (int64_t kh = 0; kh < khn; kh++) {
+        const float *row = rows[kh] + at;
+#pragma GCC unroll 3
+        for (int64_t kw = 0; kw < kwn; kw++) {
+            cf_vf wv = cf_vload(w + (kh * kwn + kw) * CF_VL);
+            const float *xp = row + kw * dw * CF_VL;
+#pragma GCC unroll 8
+            for (int q = 0; q < nq; q++)
+                acc[q] = cf_vfma(cf_vload(xp + q * sw * CF_VL), wv, acc[q]);
         }
     }
 #pragma GCC unroll 8
-    for (int r = 0; r < nv; r++)
-        cf_vstore(out + q0 + r * CF_VL, acc[r]);
+    for (int q = 0; q < nq; q++)
+        cf_vstore(sums + q * CF_VL, acc[q]);
 }
 
-#define DW_FLAT_CASE(nv)                                                                   \
-    case nv:                                                                               \
-        dw_flat_vectors(j, in, out, w, off, w9, q0, nv, K9);                               \
+#define DW_BLK_CASE(nq)                                                                    \
+    case nq:                                                                               \
+        dw_blocked_pixels(j, rows, ow * sw * CF_VL, w, bias, sums + ow * CF_VL, nq, K3, SW); \
         break;
 
-/* All sums of a block, `flat` positions rounded up to whole vectors, in groups of
- * DW_FLAT vectors. */
-DW_INLINE void dw_flat_block(const cf_dw_job *j, const float *in, float *out, const float *w,
-                             const int64_t *off, const cf_vf *w9, int64_t flat, const bool K9)
+/* nrows output rows into sums (ow_n pixels of CF_VL channels each, row after row),
+ * DW_PIX pixels at a time; rows + r * k[1] are the ring rows of output row r's kernel
+ * rows. */
+DW_INLINE void dw_blocked_row(const cf_dw_job *j, const float *const *rows_all, int nrows,
+                              const float *w, const float *b, int cnt, float *sums,
+                              const bool K3, const int SW)
 {
-    int64_t q0 = 0;
-    for (; flat - q0 > (DW_FLAT - 1) * CF_VL; q0 += DW_FLAT * CF_VL)
-        dw_flat_vectors(j, in, out, w, off, w9, q0, DW_FLAT, K9);
-    switch ((flat - q0 + CF_VL - 1) / CF_VL) {
-        DW_FLAT_CASE(1) DW_FLAT_CASE(2) DW_FLAT_CASE(3) DW_FLAT_CASE(4)
-        DW_FLAT_CASE(5) DW_FLAT_CASE(6) DW_FLAT_CASE(7)
-    default:
-        break;
+    const cf_geom3 *s = &j->s;
+    const int64_t sw = SW ? SW : s->stride[2];
+    cf_vf bias = b ? cf_vload_n(b, cnt) : cf_vzero();
+    for (int r = 0; r < nrows; r++, sums += s->out[2] * CF_VL) {
+        const float *const *rows = rows_all + r * s->k[1];
+        int64_t ow = 0;
+        for (; ow + DW_PIX <= s->out[2]; ow += DW_PIX)
+            dw_blocked_pixels(j, rows, ow * sw * CF_VL, w, bias, sums + ow * CF_VL, DW_PIX, K3,
+                              SW);
+        switch (s->out[2] - ow) {
+            DW_BLK_CASE(1) DW_BLK_CASE(2) DW_BLK_CASE(3) DW_BLK_CASE(4)
+            DW_BLK_CASE(5) DW_BLK_CASE(6) DW_BLK_CASE(7)
+        default:
+            break;
+        }
     }
 }
 
-/* One block of output rows of one (image, output channel) plane.  The block's input rows
- * are copied zero-padded and split into stride phases, so that every tap becomes one
- * unmasked load at a fixed offset from the output position: the block is computed as
- * one flat run of rows pw wide (lanes past OW are computed and dropped), and the
- * epilogue then compacts its rows into Y.  Both buffers live in L1. */
-static void dw_nchw_block(const cf_dw_job *j, size_t unit)
+/* The row kernels, compiled apart from the task (not inlined into it) so that each
+ * keeps its accumulators in registers. */
+typedef void (*dw_row_fn)(const cf_dw_job *j, const float *const *rows, int nrows,
+                          const float *w, const float *b, int cnt, float *sums);
+
+static void dw_row_k3s1(const cf_dw_job *j, const float *const *rows, int nrows,
+                        const float *w, const float *b, int cnt, float *sums)
+{
+    dw_blocked_row(j, rows, nrows, w, b, cnt, sums, true, 1);
+}
+
+static void dw_row_k3s2(const cf_dw_job *j, const float *const *rows, int nrows,
+                        const float *w, const float *b, int cnt, float *sums)
+{
+    dw_blocked_row(j, rows, nrows, w, b, cnt, sums, true, 2);
+}
+
+static void dw_row_any(const cf_dw_job *j, const float *const *rows, int nrows,
+                       const float *w, const float *b, int cnt, float *sums)
+{
+    dw_blocked_row(j, rows, nrows, w, b, cnt, sums, false, 0);
+}
+
+/* rows[kh]: the ring row that kernel row kh of an output row reads, or the zero row
+ * (slot `ring`); ih is the input row of kh = 0 and slot its ring slot (ih mod ring, also
+ * when ih is a padding row), so that no division is needed per row. */
+static void dw_ring_rows(const cf_dw_job *j, const float *ring, int64_t ih, int64_t slot,
+                         const float **rows)
+{
+    const cf_geom3 *s = &j->s;
+    int64_t dh = s->dil[1] % j->ring;
+    for (int64_t kh = 0; kh < s->k[1]; kh++, ih += s->dil[1]) {
+        bool inside = ih >= 0 && ih < s->in[1];
+        rows[kh] = ring + (inside ? slot : j->ring) * j->width * CF_VL;
+        slot += dh;
+        slot -= slot >= j->ring ? j->ring : 0;
+    }
+}
+
+/* The activation over n vectors, in place (kept out of the summing loops, whose
+ * registers it would crowd). */
+static void dw_activate(const cf_problem *p, float *v, int64_t n)
+{
+    for (int64_t i = 0; i < n; i++)
+        cf_vstore(v + i * CF_VL, cf_vactivate(cf_vload(v + i * CF_VL), p->act, p->alpha, p->beta));
+}
+
+/* The first k pixels of sums (CF_VL channels each) transposed into the block's cnt
+ * output planes from position pos on.  With a residual it is added here and the
+ * activation applied after it (only the block's own lanes, in case Z and Y overlap);
+ * without one the sums are final already. */
+static void dw_sums_out(const cf_dw_job *j, const float *sums, int k, float *const *dst,
+                        const float *const *z, int cnt, int64_t pos)
+{
+    const cf_problem *p = j->p;
+    cf_vf r[CF_VL];
+#pragma GCC unroll 16
+    for (int q = 0; q < CF_VL; q++)
+        r[q] = q < k ? cf_vload(sums + q * CF_VL) : cf_vzero();
+    cf_vtranspose(r);
+    if (z) {
+        for (int l = 0; l < cnt; l++) {
+            cf_vf v = cf_vadd(r[l], cf_vload_n(z[l] + pos, k));
+            cf_vstore_n(dst[l] + pos, cf_vactivate(v, p->act, p->alpha, p->beta), k);
+        }
+    } else if (k == CF_VL) {
+        /* Unrolled (r stays in registers) and in descending lane order: lanes past the
+         * last channel point at its plane and store there before its own lane does, so
+         * no lane needs a test. */
+#pragma GCC unroll 16
+        for (int l = CF_VL - 1; l >= 0; l--)
+            cf_vstore(dst[l] + pos, r[l]);
+    } else {
+#pragma GCC unroll 16
+        for (int l = CF_VL - 1; l >= 0; l--)
+            cf_vstore_n(dst[l] + pos, r[l], k);
+    }
+}
+
+/* One band of output rows of one block of CF_VL channels of one image, NCHW in and
+ * out.  Input rows are transposed into a ring of channels-last rows as the band needs
+ * them, `step` output rows are summed with every tap one aligned load, and their sums
+ * are transposed back into the output planes CF_VL pixels at a time (pixels of a
+ * plane run on across rows, so short rows fill whole vectors).  Everything between X
+ * and Y stays in L1. */
+static void dw_nchw_blocked(const cf_dw_job *j, size_t unit)
 {
     const cf_problem *p = j->p;
     const cf_geom3 *s = &j->s;
-    _Alignas(64) float in[CF_DW_IN_FLOATS];
-    _Alignas(64) float out[CF_DW_OUT_FLOATS];
-    int64_t plane = (int64_t)unit / j->blocks, oh0 = (int64_t)unit % j->blocks * j->rows;
-    int64_t n = plane / p->m, m = plane % p->m;
-    int64_t rows = dw_min(j->rows, s->out[1] - oh0), pw = j->pw, ow_n = s->out[2];
-    int64_t sh = s->stride[1], lo = j->cols[0], hi = j->cols[1];
-    const float *xplane = j->x + (n * p->c + m / j->mult) * p->in_sp;
-    for (int64_t rh = 0; rh < sh; rh++)
-        for (int64_t i = 0; i < j->rows + j->qh; i++) { /* whole planes, all defined */
-            int64_t ih = (oh0 + i) * sh + rh - s->pad[1];
-            bool inside = ih >= 0 && ih < s->in[1] && hi > lo; /* then lo is the pad */
-            dw_phase_row(in + rh * j->pstride + i * pw, inside ? xplane + ih * s->in[2] : NULL,
-                         pw, lo, hi);
-        }
-    /* Read only by dropped lanes (K9 reads one vector past the last one it sums). */
-    cf_vstore(in + sh * j->pstride, cf_vzero());
-    cf_vstore(in + sh * j->pstride + CF_VL, cf_vzero());
-    const float *w = j->w + m * j->ntaps;
-    int64_t flat = (rows - 1) * pw + ow_n;
-    if (s->k[1] == 3 && s->k[2] == 3 && s->dil[2] == 1) {
-        cf_vf w9[9];
-        for (int t = 0; t < 9; t++)
-            w9[t] = cf_vbcast(w[t]);
-        dw_flat_block(j, in, out, w, j->off, w9, flat, true);
-    } else {
-        dw_flat_block(j, in, out, w, j->off, NULL, flat, false);
-    }
-    cf_vf bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
-    for (int64_t r = 0; r < rows; r++) {
-        size_t y_row = (size_t)(plane * p->out_sp + (oh0 + r) * ow_n);
-        for (int64_t ow = 0; ow < ow_n; ow += CF_VL) {
-            int cnt = (int)dw_min(CF_VL, ow_n - ow);
-            cf_vf v = cf_vadd(cf_vload_n(out + r * pw + ow, cnt), bias);
-            if (j->z)
-                v = cf_vadd(v, cf_vload_n(j->z + y_row + ow, cnt));
-            cf_vstore_n(j->y + y_row + ow, cf_vactivate(v, p->act, p->alpha, p->beta), cnt);
+    _Alignas(64) float ring[CF_DW_RING_FLOATS];
+    _Alignas(64) float sums[CF_DW_SUMS_FLOATS];
+    const float *rows[DW_ROWS * CF_DW_KH_MAX];
+    int64_t band = (int64_t)unit % j->bands, nb = (int64_t)unit / j->bands;
+    int64_t n = nb / j->cblocks, m0 = nb % j->cblocks * CF_VL;
+    int cnt = (int)dw_min(CF_VL, p->m - m0);
+    int64_t oh0 = band * j->band, oh1 = dw_min(oh0 + j->band, s->out[1]);
+    int64_t iw_n = s->in[2], ow_n = s->out[2], slot_floats = j->width * CF_VL;
+    /* Lanes past the last channel repeat it: their sums are never stored.  Output
+     * channel m reads input channel c = m / mult, counted up without a division per
+     * lane. */
+    const float *src[CF_VL];
+    float *dst[CF_VL];
+    const float *zp[CF_VL];
+    int64_t c = m0 / j->mult, k = m0 % j->mult;
+    for (int l = 0; l < CF_VL; l++) {
+        int64_t m = m0 + dw_min(l, cnt - 1);
+        src[l] = j->x + (n * p->c + c) * p->in_sp;
+        dst[l] = j->y + (n * p->m + m) * p->out_sp;
+        zp[l] = j->z ? j->z + (n * p->m + m) * p->out_sp : NULL;
+        if (l + 1 < cnt && ++k == j->mult) {
+            k = 0;
+            c++;
         }
     }
-}
-
-/* X (NCHW) -> [n][pixel][M] for one block of channels of one image: CF_VL x CF_VL
- * blocks transposed in registers, edges element by element. */
-static void dw_to_last(const cf_dw_tr *t, size_t task)
-{
-    const cf_problem *p = t->p;
-    int64_t blocks = (p->m + CF_DW_TR_BLOCK - 1) / CF_DW_TR_BLOCK;
-    int64_t n = (int64_t)task / blocks, m0 = (int64_t)task % blocks * CF_DW_TR_BLOCK;
-    int64_t m1 = dw_min(m0 + CF_DW_TR_BLOCK, p->m), sp = p->in_sp;
-    float *dst = t->dst + n * sp * p->m;
-    for (int64_t mb = m0; mb < m1; mb += CF_VL) {
-        int64_t i = 0;
-        if (mb + CF_VL <= m1) {
-            const float *rows[CF_VL];
-            for (int l = 0; l < CF_VL; l++)
-                rows[l] = t->src + (n * p->c + (mb + l) / t->mult) * sp;
-            for (; i + CF_VL <= sp; i += CF_VL) {
-                cf_vf r[CF_VL];
-                for (int l = 0; l < CF_VL; l++)
-                    r[l] = cf_vload(rows[l] + i);
-                cf_vtranspose(r);
-                for (int q = 0; q < CF_VL; q++)
-                    cf_vstore(dst + (i + q) * p->m + mb, r[q]);
+    /* Zero columns of every slot (left padding and past the input row), and slot `ring`
+     * all zero: the rows above and below the input. */
+    for (int64_t r = 0; r < j->ring; r++) {
+        float *row = ring + r * slot_floats;
+        for (int64_t c = 0; c < s->pad[2]; c++)
+            cf_vstore(row + c * CF_VL, cf_vzero());
+        for (int64_t c = s->pad[2] + iw_n; c < j->width; c++)
+            cf_vstore(row + c * CF_VL, cf_vzero());
+    }
+    for (int64_t c = 0; c < j->width; c++)
+        cf_vstore(ring + j->ring * slot_floats + c * CF_VL, cf_vzero());
+    const float *w = j->w + m0 * j->ntaps, *b = j->b ? j->b + m0 : NULL;
+    bool k3 = s->k[1] == 3 && s->k[2] == 3 && s->dil[2] == 1;
+    dw_row_fn row_fn = k3 && s->stride[2] == 1 ? dw_row_k3s1
+                       : k3 && s->stride[2] == 2 ? dw_row_k3s2
+                                                 : dw_row_any;
+    int64_t done = 0, pend = 0, pos = oh0 * ow_n;
+    /* The first kernel row's input row, and its ring slot, for each output row. */
+    int64_t ih0 = oh0 * s->stride[1] - s->pad[1], sh = s->stride[1] % j->ring;
+    int64_t slot0 = (ih0 % j->ring + j->ring) % j->ring;
+    for (int64_t oh = oh0; oh < oh1; oh += j->step) {
+        int64_t g = dw_min(j->step, oh1 - oh);
+        int64_t lo = dw_max(0, oh * s->stride[1] - s->pad[1]);
+        int64_t hi = dw_min(s->in[1], (oh + g - 1) * s->stride[1] - s->pad[1] +
+                                          (s->k[1] - 1) * s->dil[1] + 1);
+        done = dw_max(done, lo);
+        if (hi > done) {
+            dw_ring_fill(j, src, ring, done * iw_n, hi * iw_n);
+            done = hi;
+        }
+        for (int64_t r0 = 0; r0 < g; r0 += DW_ROWS) { /* DW_ROWS rows per call */
+            int nr = (int)dw_min(DW_ROWS, g - r0);
+            for (int r = 0; r < nr; r++) {
+                dw_ring_rows(j, ring, ih0, slot0, rows + r * s->k[1]);
+                ih0 += s->stride[1];
+                slot0 += sh;
+                slot0 -= slot0 >= j->ring ? j->ring : 0;
             }
+            row_fn(j, rows, nr, w, b, cnt, sums + pend * CF_VL);
+            pend += nr * ow_n;
         }
-        for (int64_t m = mb; m < dw_min(mb + CF_VL, m1); m++) {
-            const float *src = t->src + (n * p->c + m / t->mult) * sp;
-            for (int64_t k = i; k < sp; k++)
-                dst[k * p->m + m] = src[k];
-        }
+        if (!j->z && p->act != CONVFIND_ACT_NONE) /* else after the residual, in dw_sums_out */
+            dw_activate(p, sums + (pend - g * ow_n) * CF_VL, g * ow_n);
+        int64_t q = 0;
+        for (; q + CF_VL <= pend; q += CF_VL)
+            dw_sums_out(j, sums + q * CF_VL, CF_VL, dst, j->z ? zp : NULL, cnt, pos + q);
+        for (int64_t i = q; i < pend; i++) /* fewer than CF_VL pixels wait for the next step */
+            cf_vstore(sums + (i - q) * CF_VL, cf_vload(sums + i * CF_VL));
+        pend -= q;
+        pos += q;
     }
-}
-
-/* [n][pixel][M] -> Y (NCHW) for one block of channels of one image, adding the residual
- * and applying the activation on the way (bias is already in the sums). */
-static void dw_to_first(const cf_dw_tr *t, size_t task)
-{
-    const cf_problem *p = t->p;
-    int64_t blocks = (p->m + CF_DW_TR_BLOCK - 1) / CF_DW_TR_BLOCK;
-    int64_t n = (int64_t)task / blocks, m0 = (int64_t)task % blocks * CF_DW_TR_BLOCK;
-    int64_t m1 = dw_min(m0 + CF_DW_TR_BLOCK, p->m), sp = p->out_sp;
-    const float *src = t->src + n * sp * p->m;
-    for (int64_t mb = m0; mb < m1; mb += CF_VL) {
-        int64_t i = 0;
-        if (mb + CF_VL <= m1) {
-            for (; i + CF_VL <= sp; i += CF_VL) {
-                cf_vf r[CF_VL];
-                for (int q = 0; q < CF_VL; q++)
-                    r[q] = cf_vload(src + (i + q) * p->m + mb);
-                cf_vtranspose(r);
-                for (int l = 0; l < CF_VL; l++) {
-                    size_t off = (size_t)((n * p->m + mb + l) * sp + i);
-                    cf_vf v = r[l];
-                    if (t->z)
-                        v = cf_vadd(v, cf_vload(t->z + off));
-                    cf_vstore(t->dst + off, cf_vactivate(v, p->act, p->alpha, p->beta));
-                }
-            }
-        }
-        for (int64_t m = mb; m < dw_min(mb + CF_VL, m1); m++)
-            for (int64_t k = i; k < sp; k++) {
-                size_t off = (size_t)((n * p->m + m) * sp + k);
-                t->dst[off] = cf_epilogue_value(p, src[k * p->m + m], 0.0f, t->z ? t->z[off] : 0.0f);
-            }
-    }
+    if (pend)
+        dw_sums_out(j, sums, (int)pend, dst, j->z ? zp : NULL, cnt, pos);
 }
 
 const cf_dw_kernels CF_SIMD_SYM(cf_dw) = {
     .nhwc_row = dw_nhwc_row,
     .nchw_plane = dw_nchw_plane,
-    .nchw_block = dw_nchw_block,
-    .to_last = dw_to_last,
-    .to_first = dw_to_first,
+    .nchw_blocked = dw_nchw_blocked,
+    .vl = CF_VL,
 };
