@@ -248,8 +248,11 @@ static void test_long_k_sliced(void **state)
 
 /* One operand read in place, the other packed (cf_sgemm_compute): A in place with padded
  * rows, or transposed (column-major) when k is odd; or B in place with padded rows.  A
- * ReLU and a row or column bias run the fused epilogue on those paths too. */
-static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, cf_threadpool *pool)
+ * ReLU and a row or column bias run the fused epilogue on those paths too.  `c_cols`:
+ * C column-major (an NCHW output with pixels as rows, whose K is sliced only past a
+ * larger limit). */
+static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, bool c_cols,
+                           cf_threadpool *pool)
 {
     const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
     const bool a_cols = a_in_place && k % 2 == 1;
@@ -261,14 +264,15 @@ static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, cf_thr
     float *packed = aligned_alloc(64, (floats * sizeof(float) + 63) / 64 * 64);
     assert_non_null(packed);
     cf_sgemm_epilogue ep = {.bias = bias, .bias_per_col = a_in_place, .act = CONVFIND_ACT_RELU};
+    const ptrdiff_t rs_c = c_cols ? 1 : (ptrdiff_t)n, cs_c = c_cols ? (ptrdiff_t)m : 1;
     if (a_in_place) {
         cf_sgemm_pack_b(kern, k, n, b, (ptrdiff_t)ldb, 1, packed, pool);
         cf_sgemm_compute(kern, m, n, k, (cf_sgemm_operand){a, false, ars, acs},
-                         (cf_sgemm_operand){packed, true, 0, 0}, c, (ptrdiff_t)n, 1, &ep, pool);
+                         (cf_sgemm_operand){packed, true, 0, 0}, c, rs_c, cs_c, &ep, pool);
     } else {
         cf_sgemm_pack_a(kern, m, k, a, (ptrdiff_t)ars, (ptrdiff_t)acs, packed);
         cf_sgemm_compute(kern, m, n, k, (cf_sgemm_operand){packed, true, 0, 0},
-                         (cf_sgemm_operand){b, false, ldb, 1}, c, (ptrdiff_t)n, 1, &ep, pool);
+                         (cf_sgemm_operand){b, false, ldb, 1}, c, rs_c, cs_c, &ep, pool);
     }
     for (size_t i = 0; i < m; i++)
         for (size_t j = 0; j < n; j++) {
@@ -280,10 +284,11 @@ static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, cf_thr
             }
             sum += a_in_place ? bias[j] : bias[i];
             float want = cf_activate((float)sum, CONVFIND_ACT_RELU, 0.0f, 0.0f);
-            if (!(fabs((double)c[i * n + j] - (double)want) <= 1e-4 * (mag + 1.0) + 1e-6))
-                fail_msg("isa %s %s in place m=%zu n=%zu k=%zu: C[%zu][%zu] = %.8g, want %.8g",
-                         cf_isa_name(cf_isa_active()), a_in_place ? "A" : "B", m, n, k, i, j,
-                         c[i * n + j], want);
+            float got = c[(ptrdiff_t)i * rs_c + (ptrdiff_t)j * cs_c];
+            if (!(fabs((double)got - (double)want) <= 1e-4 * (mag + 1.0) + 1e-6))
+                fail_msg("isa %s %s in place m=%zu n=%zu k=%zu c_cols=%d: C[%zu][%zu] = %.8g, "
+                         "want %.8g", cf_isa_name(cf_isa_active()), a_in_place ? "A" : "B", m, n,
+                         k, c_cols, i, j, got, want);
         }
     free(a);
     free(b);
@@ -298,9 +303,16 @@ static void in_place_body(cf_threadpool *pool)
     for (size_t im = 0; im < N_EDGE; im += 2)
         for (size_t in = 1; in < N_EDGE; in += 3)
             for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++) {
-                check_in_place(edge_sizes[im], edge_sizes[in], ks[ik], true, pool);
-                check_in_place(edge_sizes[im], edge_sizes[in], ks[ik], false, pool);
+                check_in_place(edge_sizes[im], edge_sizes[in], ks[ik], true, false, pool);
+                check_in_place(edge_sizes[im], edge_sizes[in], ks[ik], false, false, pool);
             }
+    /* Pixels as rows, C column-major, A column-major (odd k) with a partial last row
+     * panel: one K slice of 1101 (the partial panel copied whole), then two slices. */
+    static const size_t long_ks[] = {1101, 1537, 700};
+    for (size_t ik = 0; ik < sizeof long_ks / sizeof long_ks[0]; ik++) {
+        check_in_place(50, 70, long_ks[ik], true, true, pool);
+        check_in_place(13, 33, long_ks[ik], true, true, pool);
+    }
 }
 
 static void test_operand_in_place(void **state)
@@ -309,8 +321,9 @@ static void test_operand_in_place(void **state)
     for_each_level(in_place_body, NULL);
     cf_threadpool *pool = NULL;
     assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
-    check_in_place(37, 70, 130, true, pool);
-    check_in_place(37, 70, 130, false, pool);
+    check_in_place(37, 70, 130, true, false, pool);
+    check_in_place(37, 70, 130, false, false, pool);
+    check_in_place(50, 70, 1101, true, true, pool);
     cf_threadpool_destroy(pool);
 }
 

@@ -19,8 +19,9 @@
 #include "cpu/gemm/sgemm_kernels.h"
 #include "util/error.h"
 
-/* Largest K slice (choose_kc keeps to it): bounds the stack copy of a partial A panel. */
-#define KC_LIMIT 480
+/* Largest K slice (choose_kc keeps to it): bounds the stack copy of a partial A panel
+ * (40 KB). */
+#define KC_LIMIT 1280
 
 const cf_sgemm_kernel *cf_sgemm_kernel_for(cf_isa isa)
 {
@@ -167,6 +168,12 @@ static float finish_value(const cf_sgemm_epilogue *ep, float v, size_t i, size_t
     return cf_activate(v, ep->act, ep->alpha, ep->beta);
 }
 
+/* Whether the kernel stores tiles of this C column-major itself (tile_ep.trans). */
+static bool stores_trans(const cf_sgemm_kernel *kern, ptrdiff_t rs_c, ptrdiff_t cs_c)
+{
+    return cs_c != 1 && rs_c == 1 && kern->trans_c;
+}
+
 /* One tile of MR rows x `cols` (<= NR) columns at C(i0, j0), product of K slice
  * [k0, k0 + kc): `a` is the A panel at k0 with A(r, kk) at a[r * a_rs + kk * a_ks],
  * packed (zero rows past m) whenever fewer than MR rows remain (gemm_task); `b` is B at
@@ -182,7 +189,7 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_t
     float *c = g->c + (ptrdiff_t)i0 * g->rs_c + (ptrdiff_t)j0 * g->cs_c;
     /* The kernel stores the tile itself when C (and z) has unit column stride, or unit
      * row stride (column-major, tile_ep.trans) for a kernel that can transpose. */
-    const bool trans = g->cs_c != 1 && g->rs_c == 1 && g->kern->trans_c;
+    const bool trans = stores_trans(g->kern, g->rs_c, g->cs_c);
     const bool z_fast = g->ep.z == NULL || (trans ? g->ep.rs_z == 1 : g->ep.cs_z == 1);
 
     if (rows == mr && (g->cs_c == 1 || trans) && z_fast) {
@@ -261,14 +268,15 @@ static void gemm_task(void *arg, size_t index)
          * walked row block by row block, so it is written as a few long sequential
          * streams (this matters when K is short and C traffic dominates).  A group of
          * one panel is the BLIS order: the B micro-panel stays in L1 across A panels. */
-        bool a_beyond_l2 = g->a_rs == 1 && (p1 - p0) * kc * mr * sizeof(float) > g->b_block_max;
+        bool a_beyond_l2 = g->a_rs == 1 && g->a_ks == mr &&
+                           (p1 - p0) * kc * mr * sizeof(float) > g->b_block_max;
         size_t group = g->b_block_max / (kc * nr * sizeof(float));
         group = group < 1 ? 1 : group;
         for (size_t cg = c0; cg < c1; cg += group * nr) {
             size_t ce = c1 - cg < group * nr ? c1 : cg + group * nr;
             for (size_t p = p0; p < p1; p++) {
-                /* The next A micro-panel lies K * MR floats further on; when A is
-                 * larger than L2 the hardware prefetcher restarts cold at every such
+                /* The next packed A micro-panel lies K * MR floats further on; when A
+                 * is larger than L2 the hardware prefetcher restarts cold at every such
                  * jump, so fetch it while this one computes. */
                 if (a_beyond_l2 && p + 1 < p1)
                     prefetch_panel(g->pa + (p + 1) * g->a_panel + k0 * mr, kc * mr);
@@ -312,13 +320,17 @@ static void epilogue_only(size_t m, size_t n, float *c, ptrdiff_t rs_c, ptrdiff_
 /* K slice: the B micro-panel (KC x NR) in two thirds of L1, the rest for the A
  * micro-panel (a K of 256 is then one slice: 2-8% faster on ResNet-50's res4 1x1 layers
  * than two, whose second pass re-reads C; three quarters measured no better); slices
- * balanced so the last one is not a sliver. */
-static size_t choose_kc(const cf_sgemm_kernel *kern, size_t k)
+ * balanced so the last one is not a sliver.
+ * A column-major C stored by the kernel (`trans`) is sliced only past KC_LIMIT: each
+ * further slice transposes the tile again and reloads it from C's scattered columns,
+ * which costs more than streaming the B panel from L2 (5-9% faster on the 7x7 and 14x14
+ * 1x1 layers of ResNet-50 and MobileNetV2 whose K is 384 to 2048, one thread). */
+static size_t choose_kc(const cf_sgemm_kernel *kern, size_t k, bool trans)
 {
     size_t kc_max = cf_cpu_caches()->l1d * 2 / 3 / ((size_t)kern->nr * sizeof(float));
     if (kc_max < 64)
         kc_max = 64;
-    if (kc_max > KC_LIMIT * 4 / 5)
+    if (trans || kc_max > KC_LIMIT * 4 / 5)
         kc_max = KC_LIMIT * 4 / 5; /* so that kc <= KC_LIMIT below */
     if (k <= kc_max + kc_max / 4)
         return k;
@@ -363,7 +375,7 @@ static void run_gemm(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
         g.clamp = CF_SGEMM_CLAMP_CLIP;
     else
         g.act_after = ep->act != CONVFIND_ACT_NONE;
-    g.kc = choose_kc(kern, k);
+    g.kc = choose_kc(kern, k, stores_trans(kern, rs_c, cs_c));
     g.b_block_max = cf_cpu_caches()->l2 / 2;
 
     const size_t mr = (size_t)kern->mr;
