@@ -15,6 +15,7 @@ extern const cf_algo cf_algo_cpu_depthwise;
 extern const cf_algo cf_algo_cpu_winograd_f4x3;
 extern const cf_algo cf_algo_cpu_winograd_f2x3;
 extern const cf_algo cf_algo_cpu_gemm_1x1;
+extern const cf_algo cf_algo_cpu_direct_small_c;
 extern const cf_algo cf_algo_cpu_im2col_gemm;
 extern const cf_algo cf_algo_cpu_convtranspose_gemm;
 extern const cf_algo cf_algo_cpu_convtranspose_subpixel;
@@ -30,6 +31,7 @@ static const cf_algo *const registry[] = {
     &cf_algo_cpu_direct_blocked,
     &cf_algo_cpu_winograd_f4x3,
     &cf_algo_cpu_winograd_f2x3,
+    &cf_algo_cpu_direct_small_c,
     &cf_algo_cpu_im2col_gemm,
     &cf_algo_cpu_convtranspose_subpixel,
     &cf_algo_cpu_convtranspose_gemm,

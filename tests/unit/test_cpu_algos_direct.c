@@ -1,6 +1,7 @@
 /*
- * test_cpu_algos_direct.c - differential tests of the blocked direct, depthwise and
- * Winograd CPU algorithms against cpu.reference, at every ISA level this machine has.
+ * test_cpu_algos_direct.c - differential tests of the blocked direct, small-channel
+ * direct, depthwise and Winograd CPU algorithms against cpu.reference, at every ISA
+ * level this machine has.
  *
  * Each algorithm runs a few hundred random small problems per forced ISA level (odd
  * channel counts, both layouts, bias, residual, every activation, with and without
@@ -186,7 +187,7 @@ static void gen_general(rng *r, tconv *t)
 }
 
 /* Depthwise: group == C, channel multiplier 1 (mostly) to 3, odd channel counts, wider
- * rows than gen_general so that NHWC interior runs and NCHW row blocks are exercised. */
+ * rows than gen_general so that NHWC interior runs and NCHW channel blocks are exercised. */
 static void gen_depthwise(rng *r, tconv *t)
 {
     memset(t, 0, sizeof *t);
@@ -204,6 +205,56 @@ static void gen_depthwise(rng *r, tconv *t)
     random_epilogue(r, t);
 }
 
+/* The shapes cpu.direct_blocked has its own paths for: 1x1 kernels without padding (any
+ * stride; their tiles run across output rows) and 3x3 stride 2, on planes up to 12x12,
+ * with enough output channels for several groups of output blocks and a partial last
+ * one at every vector length. */
+static void gen_direct_paths(rng *r, tconv *t)
+{
+    memset(t, 0, sizeof *t);
+    t->nsp = 2;
+    t->n = rnd_in(r, 1, 2);
+    t->g = 1;
+    t->c = rnd_in(r, 1, 40);
+    t->m = rnd_in(r, 1, 70);
+    for (int a = 0; a < 3; a++)
+        t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
+    bool one = rnd(r) % 2;
+    for (int a = 0; a < 2; a++) {
+        random_axis(r, t, a, one ? 1 : 3, one ? rnd_in(r, 1, 3) : 2, 1, 12);
+        if (one && rnd(r) % 4 == 0) /* an end pad: the last outputs read only zeros */
+            t->pe[a] = 1;
+    }
+    random_epilogue(r, t);
+}
+
+/* Depthwise as MobileNets use it: 2-D, mostly 3x3 with stride 1 or 2, planes from 1x1
+ * to 30x30 (NCHW rows of 7 and 14 pixels run through the channel-block kernel, and
+ * planes too tall for its ring of input rows wrap around it), channel counts on both
+ * sides of whole 16-channel blocks, multipliers 1 to 3; one problem in ten is 1-D with
+ * rows too wide for that kernel's ring (the per-plane fallback). */
+static void gen_depthwise_planes(rng *r, tconv *t)
+{
+    memset(t, 0, sizeof *t);
+    t->n = rnd_in(r, 1, 2);
+    t->c = t->g = rnd_in(r, 1, 70);
+    t->m = t->c * (rnd(r) % 4 == 0 ? rnd_in(r, 2, 3) : 1);
+    for (int a = 0; a < 3; a++)
+        t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
+    if (rnd(r) % 10 == 0) {
+        t->nsp = 1;
+        random_axis(r, t, 0, 3, rnd_in(r, 1, 2), 1, 700);
+    } else {
+        t->nsp = 2;
+        bool k3 = rnd(r) % 4 != 0;
+        int64_t stride = rnd_in(r, 1, 2), side = rnd_in(r, 1, 30);
+        for (int a = 0; a < 2; a++)
+            random_axis(r, t, a, k3 ? 3 : rnd_in(r, 1, 5), stride, k3 ? 1 : rnd_in(r, 1, 2),
+                        side);
+    }
+    random_epilogue(r, t);
+}
+
 /* Winograd's domain: 2-D 3x3, stride 1, dilation 1, group 1; odd sizes so that edge
  * tiles are partial, and channel counts that cross sgemm's panel edges. */
 static void gen_winograd(rng *r, tconv *t)
@@ -218,6 +269,29 @@ static void gen_winograd(rng *r, tconv *t)
         t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
     for (int a = 0; a < 2; a++)
         random_axis(r, t, a, 3, 1, 1, 23);
+    random_epilogue(r, t);
+}
+
+/* cpu.direct_small_c's domain: at most 8 input channels per group (mostly group 1,
+ * sometimes 2 or 3 groups of 2..8), 1-D to 3-D, kernels up to 7, strides up to 4 (1
+ * and 2 are staged a vector at a time, larger ones a float at a time), dilation up to
+ * 2, asymmetric pads; rows up to 40 outputs wide, so that tiles span several vectors
+ * with a partial last one, and up to 40 output channels, so that channels are split
+ * into chunks and tiles of several sizes. */
+static void gen_small_c(rng *r, tconv *t)
+{
+    memset(t, 0, sizeof *t);
+    uint32_t shape = rnd(r) % 10;
+    t->nsp = shape < 7 ? 2 : shape < 9 ? 1 : 3;
+    t->n = rnd_in(r, 1, 2);
+    t->g = rnd(r) % 5 == 0 ? rnd_in(r, 2, 3) : 1;
+    t->c = t->g * rnd_in(r, t->g > 1 ? 2 : 1, 8);
+    t->m = t->g * rnd_in(r, 1, t->g > 1 ? 12 : 40);
+    for (int a = 0; a < 3; a++)
+        t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
+    for (int a = 0; a < t->nsp; a++)
+        random_axis(r, t, a, rnd_in(r, 1, t->nsp == 3 ? 3 : 7), rnd_in(r, 1, 4), rnd_in(r, 1, 2),
+                    a == t->nsp - 1 ? 40 : t->nsp == 3 ? 4 : 9);
     random_epilogue(r, t);
 }
 
@@ -276,6 +350,8 @@ static double check_problem(const family *f, const cf_algo *algo, const tconv *t
     assert_int_equal(algo->workspace(p, &ws_bytes), CONVFIND_OK);
     void *ws = ws_bytes ? aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63) : NULL;
     assert_true(ws_bytes == 0 || ws != NULL);
+    if (ws) /* NaNs: an algorithm must not read workspace it has not written */
+        memset(ws, 0xff, ws_bytes);
     void *state = NULL, *packed = NULL;
     if (algo->prepare)
         assert_int_equal(algo->prepare(p, &state), CONVFIND_OK);
@@ -421,6 +497,7 @@ static void check_small_workspace(const char *name, void (*gen)(rng *, tconv *))
 }
 
 static const family direct_blocked = {"cpu.direct_blocked", gen_general, 1.0, false};
+static const family direct_blocked_paths = {"cpu.direct_blocked", gen_direct_paths, 1.0, false};
 
 static const family depthwise = {"cpu.depthwise", gen_depthwise, 1.0, false};
 
@@ -428,6 +505,20 @@ static void test_depthwise_random(void **state)
 {
     (void)state;
     check_family(&depthwise);
+}
+
+static const family depthwise_planes = {"cpu.depthwise", gen_depthwise_planes, 1.0, false};
+
+static void test_depthwise_planes(void **state)
+{
+    (void)state;
+    check_family(&depthwise_planes);
+}
+
+static void test_depthwise_packed_across_levels(void **state)
+{
+    (void)state;
+    check_packed_across_levels(depthwise.algo, gen_depthwise_planes);
 }
 
 static void test_depthwise_small_workspace(void **state)
@@ -529,6 +620,12 @@ static void test_direct_blocked_random(void **state)
     check_family(&direct_blocked);
 }
 
+static void test_direct_blocked_paths(void **state)
+{
+    (void)state;
+    check_family(&direct_blocked_paths);
+}
+
 static void test_direct_blocked_packed_across_levels(void **state)
 {
     (void)state;
@@ -565,14 +662,66 @@ static void test_direct_blocked_applicability(void **state)
     convfind_problem_destroy(p);
 }
 
+static const family direct_small_c = {"cpu.direct_small_c", gen_small_c, 1.0, false};
+
+static void test_direct_small_c_random(void **state)
+{
+    (void)state;
+    check_family(&direct_small_c);
+}
+
+static void test_direct_small_c_packed_across_levels(void **state)
+{
+    (void)state;
+    check_packed_across_levels(direct_small_c.algo, gen_small_c);
+}
+
+static void test_direct_small_c_small_workspace(void **state)
+{
+    (void)state;
+    check_small_workspace(direct_small_c.algo, gen_small_c);
+}
+
+/* Up to 8 input channels per group, not depthwise; Conv, f32 only. */
+static void test_direct_small_c_applicability(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_registry_find(direct_small_c.algo);
+    assert_non_null(algo);
+    rng r = {13};
+    tconv t;
+    gen_small_c(&r, &t);
+    convfind_problem *p = make_problem(&t);
+    cf_problem q = *p;
+    assert_true(algo->applicable(&q));
+    q.c = 9;
+    q.group = 1;
+    assert_false(algo->applicable(&q));
+    q.c = q.group = 4; /* depthwise: cpu.depthwise's */
+    assert_false(algo->applicable(&q));
+    q.c = 8;
+    q.group = 4; /* two channels per group */
+    assert_true(algo->applicable(&q));
+    q = *p;
+    q.op = CONVFIND_OP_CONV_TRANSPOSE;
+    assert_false(algo->applicable(&q));
+    q = *p;
+    q.dtype = CONVFIND_DTYPE_F16;
+    assert_false(algo->applicable(&q));
+    convfind_problem_destroy(p);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_direct_blocked_random),
+        cmocka_unit_test(test_direct_blocked_paths),
         cmocka_unit_test(test_direct_blocked_packed_across_levels),
         cmocka_unit_test(test_direct_blocked_small_workspace),
         cmocka_unit_test(test_direct_blocked_applicability),
         cmocka_unit_test(test_depthwise_random),
+        cmocka_unit_test(test_depthwise_planes),
+        cmocka_unit_test(test_depthwise_packed_across_levels),
         cmocka_unit_test(test_depthwise_small_workspace),
         cmocka_unit_test(test_depthwise_applicability),
         cmocka_unit_test(test_winograd_f2_random),
@@ -580,6 +729,10 @@ int main(void)
         cmocka_unit_test(test_winograd_packed_across_levels),
         cmocka_unit_test(test_winograd_small_workspace),
         cmocka_unit_test(test_winograd_applicability),
+        cmocka_unit_test(test_direct_small_c_random),
+        cmocka_unit_test(test_direct_small_c_packed_across_levels),
+        cmocka_unit_test(test_direct_small_c_small_workspace),
+        cmocka_unit_test(test_direct_small_c_applicability),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1,0 +1,411 @@
+/*
+ * direct_small_c.c - "cpu.direct_small_c": direct convolution for layers with few input
+ * channels per group (the first layer of an image or audio network), vectorized along
+ * the output row (direct_small_c.h describes the layouts and the tile).
+ *
+ * One execution: (1) pack the weights unless the caller passed packed ones, (2) split
+ * the output into units of (image, group, output plane, band of output rows, chunk of
+ * output channels), and run one task per thread that claims units one at a time.  A
+ * task stages the input rows of each unit's band, zero-padded and phase-split, into its
+ * own slot of the workspace (once for consecutive chunks of one band), then walks the
+ * band in tiles whose sums stay in registers over the whole reduction and go through
+ * the fused epilogue straight into Y's own layout.  Staging is one pass over C x (rows
+ * read) x W floats per band against M x taps FMAs per staged float; the slot stays in
+ * the core's cache from band to band.  With the shortest reductions it is not
+ * negligible: about 15% of the MobileNetV2 stem's time (27 FMA steps per output,
+ * docs/performance.md).
+ *
+ * Conv only, f32, 1-D to 3-D, any kernel size, stride, dilation and asymmetric padding,
+ * NCHW and NHWC, any group count with at most DSC_MAX_CG input channels per group
+ * (depthwise excluded: cpu.depthwise has its own kernels).  The packed weights do not
+ * depend on the ISA level, which is read at every execution.
+ */
+#include <stdatomic.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "core/algo.h"
+#include "cpu/direct_small_c.h"
+#include "cpu/geom3.h"
+#include "cpu/isa.h"
+#include "cpu/workspace.h"
+#include "util/error.h"
+
+/* cpu.direct_blocked reduces over blocks of 16 input channels, so up to 8 channels per
+ * group at least half of its FMAs multiply padding, while this algorithm wastes none;
+ * with more channels the blocked kernel wastes less and its per-output reduction is the
+ * cheaper one, and the staged band (channels x rows x width) would outgrow L1. */
+#define DSC_MAX_CG 8
+
+/* Work is split into units of one band of output rows x one chunk of output channels;
+ * DSC_UNITS of them, when the problem has that many rows, so that threads get even
+ * shares.  Bands are at most DSC_MAX_BAND rows tall: taller ones would stage more than
+ * L1 holds without saving much (neighbouring bands both stage the kernel height -
+ * stride rows they share, a small part of a band already).  With fewer rows than
+ * DSC_UNITS, output channels are split into chunks of at least DSC_MIN_CHUNK (enough
+ * for the widest tiles). */
+#define DSC_UNITS 32
+#define DSC_MAX_BAND 8
+#define DSC_MIN_CHUNK 16
+/* One task per thread, each with its own staging slot, claims units one at a time, so
+ * that a thread that starts late or is slowed down by others does fewer; at most
+ * DSC_SLOTS tasks, which bounds the workspace. */
+#define DSC_SLOTS 64
+
+static const cf_dsc_kernels *dsc_kernels(void)
+{
+#if defined(__x86_64__)
+    switch (cf_isa_active()) {
+    case CF_ISA_AVX512F:
+        return &cf_dsc_avx512;
+    case CF_ISA_AVX2_FMA:
+        return &cf_dsc_avx2;
+    default:
+        break;
+    }
+#endif
+    return &cf_dsc_portable;
+}
+
+/* Everything about the staged layout and the task split; independent of the ISA, so
+ * workspace() sizes every level at once. */
+typedef struct dsc_geom {
+    cf_geom3 s;
+    int64_t groups, cg, mg;
+    int64_t taps;    /* kernel taps */
+    int64_t ntaps;   /* cg * taps: the reduction length */
+    int64_t band;    /* output rows per band */
+    int64_t nbands;  /* bands per output plane */
+    int64_t rows;    /* staged rows per (input channel, depth tap) of a full band */
+    int64_t wr;      /* floats the tiles read per phase of a row */
+    int64_t wq;      /* floats per phase of a row: wr rounded up to a cache line */
+    int64_t rs;      /* floats per staged row (all phases) */
+    int64_t nchunks; /* chunks of output channels per group */
+    int64_t units;   /* (image, group, plane, band, chunk) */
+    int64_t slots;   /* staging slots: the most tasks an execution runs */
+} dsc_geom;
+
+/* Workspace parts, in order: packed weights, tap offsets, staging slots. */
+typedef struct dsc_ws {
+    size_t w, tap, x;
+    size_t slot; /* floats per staging slot */
+    cf_ws total;
+} dsc_ws;
+
+static dsc_geom dsc_geom_of(const cf_problem *p)
+{
+    dsc_geom g;
+    g.s = cf_geom3_of(p);
+    const cf_geom3 *s = &g.s;
+    g.groups = p->group;
+    g.cg = cf_cin_per_group(p);
+    g.mg = cf_cout_per_group(p);
+    g.taps = p->k_sp;
+    g.ntaps = g.cg * g.taps;
+    int64_t planes = p->n * g.groups * s->out[0];
+    g.band = planes * s->out[1] / DSC_UNITS;
+    g.band = g.band < 1 ? 1 : g.band > DSC_MAX_BAND ? DSC_MAX_BAND : g.band;
+    g.band = g.band > s->out[1] ? s->out[1] : g.band;
+    g.nbands = (s->out[1] + g.band - 1) / g.band;
+    g.rows = (g.band - 1) * s->stride[1] + (s->k[1] - 1) * s->dil[1] + 1;
+    /* Vectors of the widest ISA (16) cover the row; tap kw reads from index
+     * (kw * dw) / sw on.  Phase rows are a multiple of 16 apart, so that each starts on
+     * a cache line (the workspace does) and the taps at offset 0 load whole lines; the
+     * floats past wr are never read nor written. */
+    g.wr = (s->out[2] + 15) / 16 * 16 + (s->k[2] - 1) * s->dil[2] / s->stride[2];
+    g.wq = (g.wr + 15) / 16 * 16;
+    g.rs = s->stride[2] * g.wq;
+    int64_t base = planes * g.nbands;
+    int64_t most = (g.mg + DSC_MIN_CHUNK - 1) / DSC_MIN_CHUNK;
+    g.nchunks = base >= DSC_UNITS ? 1 : (DSC_UNITS + base - 1) / base;
+    g.nchunks = g.nchunks > most ? most : g.nchunks;
+    g.units = base * g.nchunks;
+    g.slots = g.units < DSC_SLOTS ? g.units : DSC_SLOTS;
+    return g;
+}
+
+static dsc_ws dsc_ws_of(const cf_problem *p, const dsc_geom *g)
+{
+    dsc_ws w = {0};
+    cf_ws *t = &w.total;
+    w.slot = cf_ws_mul(t, cf_ws_mul(t, (size_t)g->cg, (size_t)g->s.k[0]),
+                       cf_ws_mul(t, (size_t)g->rows, (size_t)g->rs));
+    w.w = cf_ws_take(t, p->w_elems, sizeof(float));
+    w.tap = cf_ws_take(t, (size_t)g->ntaps, sizeof(ptrdiff_t));
+    w.x = cf_ws_take(t, cf_ws_mul(t, (size_t)g->slots, w.slot), sizeof(float));
+    return w;
+}
+
+static bool dsc_applicable(const cf_problem *p)
+{
+    if (p->op != CONVFIND_OP_CONV || p->dtype != CONVFIND_DTYPE_F32)
+        return false;
+    int64_t cg = cf_cin_per_group(p);
+    return cg <= DSC_MAX_CG && !(cg == 1 && p->group > 1);
+}
+
+static convfind_status dsc_workspace(const cf_problem *p, size_t *bytes)
+{
+    dsc_geom g = dsc_geom_of(p);
+    dsc_ws w = dsc_ws_of(p, &g);
+    if (w.total.overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.direct_small_c workspace for %lld channels "
+                       "over %lld positions does not fit in size_t", (long long)p->c,
+                       (long long)p->in_sp);
+    *bytes = w.total.bytes;
+    return CONVFIND_OK;
+}
+
+/* ---- weights ---------------------------------------------------------------------- */
+
+/* W [group][out channel][in channel][tap] into [group][in channel][tap][out channel]. */
+static void dsc_pack(const dsc_geom *g, const float *w, float *dst)
+{
+    for (int64_t grp = 0; grp < g->groups; grp++)
+        for (int64_t k = 0; k < g->ntaps; k++)
+            for (int64_t m = 0; m < g->mg; m++)
+                *dst++ = w[(grp * g->mg + m) * g->ntaps + k];
+}
+
+static convfind_status dsc_pack_weights(const cf_problem *p, const void *state, const void *w,
+                                        void **packed)
+{
+    (void)state;
+    dsc_geom g = dsc_geom_of(p);
+    float *data = aligned_alloc(64, (p->w_elems * sizeof(float) + 63) & ~(size_t)63);
+    if (!data) {
+        *packed = NULL;
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of packed weights "
+                       "for cpu.direct_small_c", p->w_elems * sizeof(float));
+    }
+    dsc_pack(&g, w, data);
+    *packed = data;
+    return CONVFIND_OK;
+}
+
+static void dsc_free_packed(void *packed) { free(packed); }
+
+/* ---- execution -------------------------------------------------------------------- */
+
+typedef struct dsc_job {
+    const cf_problem *p;
+    const dsc_geom *g;
+    const cf_dsc_kernels *k;
+    const cf_exec_args *a;
+    const float *wp;
+    const ptrdiff_t *tap;
+    atomic_llong next; /* the next unit to claim */
+    float *xs;       /* staging slots */
+    size_t slot;     /* floats per slot */
+    int npv, nm;     /* widest tile: vectors along the row, most output channels */
+} dsc_job;
+
+/* Stages the input rows that output rows [oh0, oh1) of plane od read, for every input
+ * channel of group grp and every depth tap: zero where the window leaves the input. */
+static void dsc_stage_band(const dsc_job *job, float *slot, int64_t n, int64_t grp, int64_t od,
+                           int64_t oh0, int64_t oh1)
+{
+    const cf_problem *p = job->p;
+    const dsc_geom *g = job->g;
+    const cf_geom3 *s = &g->s;
+    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    int64_t sw = s->stride[2], pw = s->pad[2], iw_n = s->in[2];
+    int64_t rows = (oh1 - oh0 - 1) * s->stride[1] + (s->k[1] - 1) * s->dil[1] + 1;
+    /* Staged row r holds input row ih0 + r: input for r in [r_lo, r_hi). */
+    int64_t ih0 = oh0 * s->stride[1] - s->pad[1];
+    int64_t r_lo = ih0 < 0 ? (-ih0 < rows ? -ih0 : rows) : 0;
+    int64_t r_hi = s->in[1] - ih0 < rows ? s->in[1] - ih0 : rows;
+    r_hi = r_hi < r_lo ? r_lo : r_hi;
+    ptrdiff_t step = nhwc ? (ptrdiff_t)p->c : 1, src_row = (ptrdiff_t)(iw_n * step);
+    const float *x = job->a->x;
+    for (int64_t ph = 0; ph < sw; ph++) {
+        /* Index q of this phase holds iw = q * sw + ph - pw: input for q in [lo, hi). */
+        int64_t lo = ph >= pw ? 0 : (pw - ph + sw - 1) / sw;
+        int64_t hi = iw_n + pw - ph <= 0 ? 0 : (iw_n + pw - ph + sw - 1) / sw;
+        lo = lo > g->wr ? g->wr : lo;
+        hi = hi > g->wr ? g->wr : hi < lo ? lo : hi;
+        for (int64_t c = 0; c < g->cg; c++)
+            for (int64_t kd = 0; kd < s->k[0]; kd++) {
+                int64_t id = od * s->stride[0] - s->pad[0] + kd * s->dil[0];
+                int64_t ch = grp * g->cg + c;
+                float *dst = slot + (c * s->k[0] + kd) * g->rows * g->rs + ph * g->wq;
+                if (hi == lo || id < 0 || id >= s->in[0]) {
+                    job->k->stage(dst, g->rs, rows, 0, 0, g->wr, NULL, 0, 0);
+                    continue;
+                }
+                int64_t sp = (id * s->in[1] + ih0 + r_lo) * iw_n + lo * sw + ph - pw;
+                const float *src = nhwc ? x + (n * p->in_sp + sp) * p->c + ch
+                                        : x + (n * p->c + ch) * p->in_sp + sp;
+                job->k->stage(dst, g->rs, r_lo, 0, 0, g->wr, NULL, 0, 0);
+                job->k->stage(dst + r_lo * g->rs, g->rs, r_hi - r_lo, lo, hi, g->wr, src,
+                              src_row, sw * step);
+                job->k->stage(dst + r_hi * g->rs, g->rs, rows - r_hi, 0, 0, g->wr, NULL, 0, 0);
+            }
+    }
+}
+
+/* One unit of work: one band of output rows for one chunk of output channels, reading
+ * the band staged in `slot`. */
+static void dsc_unit(const dsc_job *job, float *slot, int64_t unit, bool staged)
+{
+    const cf_problem *p = job->p;
+    const dsc_geom *g = job->g;
+    const cf_geom3 *s = &g->s;
+    int vl = job->k->vl;
+    int64_t rest = unit;
+    int64_t chunk = rest % g->nchunks;
+    rest /= g->nchunks;
+    int64_t band = rest % g->nbands;
+    rest /= g->nbands;
+    int64_t od = rest % s->out[0];
+    rest /= s->out[0];
+    int64_t grp = rest % g->groups;
+    int64_t n = rest / g->groups;
+
+    int64_t oh0 = band * g->band;
+    int64_t oh1 = oh0 + g->band < s->out[1] ? oh0 + g->band : s->out[1];
+    if (!staged)
+        dsc_stage_band(job, slot, n, grp, od, oh0, oh1);
+
+    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    int64_t ow = s->out[2], vecs = (ow + vl - 1) / vl;
+    int64_t m_lo = chunk * g->mg / g->nchunks, cm = (chunk + 1) * g->mg / g->nchunks - m_lo;
+    int64_t mtiles = (cm + job->nm - 1) / job->nm;
+    const float *wg = job->wp + grp * g->ntaps * g->mg;
+    const float *bias = job->a->b, *z = job->a->z;
+    for (int64_t mt = 0; mt < mtiles; mt++) {
+        /* Balanced: tiles differ by at most one channel. */
+        int64_t m0 = m_lo + mt * cm / mtiles, nm = m_lo + (mt + 1) * cm / mtiles - m0;
+        int64_t mo = grp * g->mg + m0; /* channel of Y */
+        int64_t row_px = (od * s->out[1] + oh0) * ow;
+        for (int64_t v0 = 0; v0 < vecs; v0 += job->npv) {
+            int64_t ow0 = v0 * vl;
+            int npv = vecs - v0 < job->npv ? (int)(vecs - v0) : job->npv;
+            size_t y_off = nhwc ? (size_t)((n * p->out_sp + row_px + ow0) * p->m + mo)
+                                : (size_t)((n * p->m + mo) * p->out_sp + row_px + ow0);
+            cf_dsc_tile t = {
+                .x = slot + ow0,
+                .x_row = (ptrdiff_t)(s->stride[1] * g->rs),
+                .rows = (int)(oh1 - oh0),
+                .tap = job->tap,
+                .ntaps = (int)g->ntaps,
+                .w = wg + m0,
+                .w_tap = (ptrdiff_t)g->mg,
+                .nm = (int)nm,
+                .npv = npv,
+            };
+            cf_dsc_store st = {
+                .p = p,
+                .y = (float *)job->a->y + y_off,
+                .y_row = nhwc ? (ptrdiff_t)(ow * p->m) : (ptrdiff_t)ow,
+                .z = z ? (const float *)z + y_off : NULL,
+                .bias = bias ? (const float *)bias + mo : NULL,
+                .npx = (int)(ow - ow0 < npv * vl ? ow - ow0 : npv * vl),
+                .ch_stride = nhwc ? 1 : (ptrdiff_t)p->out_sp,
+                .px_stride = nhwc ? (ptrdiff_t)p->m : 1,
+            };
+            job->k->tile(&t, &st);
+        }
+    }
+}
+
+/* One thread's share: units claimed one at a time, staged into one slot, which stays
+ * in the core's cache from unit to unit; consecutive chunks of one band stage it once. */
+static void dsc_task(void *arg, size_t index)
+{
+    dsc_job *job = arg;
+    float *slot = job->xs + index * job->slot;
+    int64_t staged = -1; /* the band (unit / chunks) the slot holds */
+    for (;;) {
+        int64_t u = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
+        if (u >= job->g->units)
+            return;
+        dsc_unit(job, slot, u, u / job->g->nchunks == staged);
+        staged = u / job->g->nchunks;
+    }
+}
+
+/* Picks the widest tile (npv vectors, up to nm channels) by a cost per reduction step
+ * summed over the tiles of one row and chunk: a tile issues nm * npv FMAs and loads
+ * nm + npv vectors, and the core sustains about as many loads as FMAs per cycle (the
+ * loop's scalar work issues alongside).  Channel runs are balanced (they differ by at
+ * most one), and so are pixel runs: a row of 7 vectors takes one tile of 7 or tiles of
+ * 4 + 3, never 6 + 1.  Ties go to the tile with more accumulators, which measured
+ * faster (4 x 6 over 7 x 3 on the ResNet-50 and MobileNetV2 first layers). */
+static void dsc_choose_tile(const cf_dsc_kernels *k, const dsc_geom *g, int *npv_out, int *nm_out)
+{
+    int64_t vecs = (g->s.out[2] + k->vl - 1) / k->vl;
+    int64_t cm = (g->mg + g->nchunks - 1) / g->nchunks;
+    int64_t best = -1, best_acc = 0;
+    for (int npv = 1; npv <= CF_DSC_MAX_NPV && k->max_nm[npv] > 0; npv++) {
+        int64_t tw = (vecs + npv - 1) / npv, nv = (vecs + tw - 1) / tw;
+        int64_t tm = (cm + k->max_nm[nv] - 1) / k->max_nm[nv];
+        int64_t cost = 0;
+        for (int64_t v0 = 0; v0 < vecs; v0 += nv)
+            for (int64_t mt = 0; mt < tm; mt++) {
+                int64_t a = vecs - v0 < nv ? vecs - v0 : nv;
+                int64_t b = (mt + 1) * cm / tm - mt * cm / tm;
+                cost += a * b > a + b ? a * b : a + b;
+            }
+        int64_t acc = nv * k->max_nm[nv];
+        if (best < 0 || cost < best || (cost == best && acc > best_acc)) {
+            best = cost;
+            best_acc = acc;
+            *npv_out = (int)nv;
+            *nm_out = k->max_nm[nv];
+        }
+    }
+}
+
+static convfind_status dsc_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
+{
+    (void)state;
+    const cf_dsc_kernels *k = dsc_kernels();
+    dsc_geom g = dsc_geom_of(p);
+    dsc_ws ws = dsc_ws_of(p, &g);
+    if (ws.total.overflow)
+        return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.direct_small_c workspace does not fit in size_t");
+    if (a->workspace_size < ws.total.bytes || !a->workspace)
+        return cf_fail(CONVFIND_ERR_INVALID_SHAPE, "cpu.direct_small_c needs %zu bytes of "
+                       "workspace, got %zu", ws.total.bytes, a->workspace_size);
+
+    char *base = a->workspace;
+    const float *wp = a->packed_w;
+    if (!wp) {
+        dsc_pack(&g, a->w, (float *)(base + ws.w));
+        wp = (const float *)(base + ws.w);
+    }
+
+    /* Reduction step (c, kd, kh, kw) reads the staged row of (c, kd) kh * dh rows below
+     * the band row, in phase (kw * dw) % sw from index (kw * dw) / sw on. */
+    ptrdiff_t *tap = (ptrdiff_t *)(base + ws.tap);
+    const cf_geom3 *s = &g.s;
+    for (int64_t c = 0, t = 0; c < g.cg; c++)
+        for (int64_t kd = 0; kd < s->k[0]; kd++)
+            for (int64_t kh = 0; kh < s->k[1]; kh++)
+                for (int64_t kw = 0; kw < s->k[2]; kw++, t++) {
+                    int64_t wpos = kw * s->dil[2];
+                    tap[t] = (ptrdiff_t)(((c * s->k[0] + kd) * g.rows + kh * s->dil[1]) * g.rs +
+                                         (wpos % s->stride[2]) * g.wq + wpos / s->stride[2]);
+                }
+
+    dsc_job job = {.p = p, .g = &g, .k = k, .a = a, .wp = wp, .tap = tap,
+                   .xs = (float *)(base + ws.x), .slot = ws.slot};
+    dsc_choose_tile(k, &g, &job.npv, &job.nm);
+    atomic_init(&job.next, 0);
+    int64_t tasks = cf_threadpool_size(a->pool);
+    cf_parallel_for(a->pool, (size_t)(tasks < g.slots ? tasks : g.slots), dsc_task, &job);
+    return CONVFIND_OK;
+}
+
+const cf_algo cf_algo_cpu_direct_small_c = {
+    .name = "cpu.direct_small_c",
+    .family = "direct",
+    .applicable = dsc_applicable,
+    .workspace = dsc_workspace,
+    .prepare = NULL,
+    .release = NULL,
+    .pack_weights = dsc_pack_weights,
+    .free_packed = dsc_free_packed,
+    .execute = dsc_execute,
+};

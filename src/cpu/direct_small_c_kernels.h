@@ -1,0 +1,280 @@
+/*
+ * direct_small_c_kernels.h - the register-blocked tile kernel of cpu.direct_small_c,
+ * written once over cpu/simd.h and included by one direct_small_c_<isa>.c per ISA.
+ *
+ * Per (input channel, tap) the tile loads npv vectors of staged input (VL consecutive
+ * output pixels each) and broadcasts nm weights, one per output channel, so its nm * npv
+ * FMAs are independent.  dsc_run is force-inlined into a switch over (npv, nm) so every
+ * loop has constant bounds, unrolls completely and keeps the accumulators in registers;
+ * in NCHW each accumulator is a run of one output row of Y and is stored straight from
+ * its register through the epilogue.
+ */
+#include "cpu/direct_small_c.h"
+#include "cpu/simd.h"
+
+#if defined(__GNUC__)
+#define DSC_INLINE static inline __attribute__((always_inline))
+#else
+#define DSC_INLINE static inline
+#endif
+
+/* Register budget: the accumulators get what is left after npv input vectors and one
+ * broadcast weight (32 zmm; 16 ymm, and 16 for the portable build, whose 4-lane
+ * vectors map onto SSE2 / NEON registers). */
+#if defined(CF_SIMD_AVX512)
+#define DSC_REGS 32
+#else
+#define DSC_REGS 16
+#endif
+
+/* At most this many accumulators on any ISA (nm * npv <= DSC_REGS - 1 - npv).  The
+ * array holding them is kept this small, and flat, so that the compiler replaces it by
+ * registers (a [CF_DSC_MAX_NM][CF_DSC_MAX_NPV] array is too large for that). */
+#define DSC_MAX_ACC 30
+
+#define DSC_NM(npv)                                                                        \
+    ((DSC_REGS - 1 - (npv)) / (npv) < CF_DSC_MAX_NM ? (DSC_REGS - 1 - (npv)) / (npv)         \
+                                                     : CF_DSC_MAX_NM)
+
+/* act(sum + z) for the tile's valid pixels (the sums start from the bias), stored in
+ * Y's layout; buf holds the sums as [channel][vector][VL pixels]. */
+static void dsc_store(const cf_dsc_store *s, const float *buf, int nm, int npv)
+{
+    const cf_problem *p = s->p;
+    if (s->px_stride == 1) {
+        /* NCHW: each buffered vector is a run of one output channel's row; whole
+         * vectors first, then the row's masked tail. */
+        int whole = s->npx / CF_VL, tail = s->npx % CF_VL;
+        for (int i = 0; i < nm; i++) {
+            const float *b = buf + i * npv * CF_VL;
+            float *y = s->y + i * s->ch_stride;
+            const float *z = s->z ? s->z + i * s->ch_stride : NULL;
+            for (int v = 0; v < whole; v++) {
+                cf_vf o = cf_vload(b + v * CF_VL);
+                if (z)
+                    o = cf_vadd(o, cf_vload(z + v * CF_VL));
+                cf_vstore(y + v * CF_VL, cf_vactivate(o, p->act, p->alpha, p->beta));
+            }
+            if (tail) {
+                cf_vf o = cf_vload(b + whole * CF_VL);
+                if (z)
+                    o = cf_vadd(o, cf_vload_n(z + whole * CF_VL, tail));
+                cf_vstore_n(y + whole * CF_VL, cf_vactivate(o, p->act, p->alpha, p->beta), tail);
+            }
+        }
+        return;
+    }
+    /* NHWC: channels are innermost, so VL channels x VL pixels are transposed in
+     * registers and each pixel's channels are stored as one run. */
+    for (int i0 = 0; i0 < nm; i0 += CF_VL) {
+        int cnt = nm - i0 < CF_VL ? nm - i0 : CF_VL;
+        for (int v = 0; v < npv; v++) {
+            int npx = s->npx - v * CF_VL < CF_VL ? s->npx - v * CF_VL : CF_VL;
+            cf_vf r[CF_VL];
+            for (int q = 0; q < CF_VL; q++)
+                r[q] = q < cnt ? cf_vload(buf + ((i0 + q) * npv + v) * CF_VL) : cf_vzero();
+            cf_vtranspose(r);
+            for (int l = 0; l < npx; l++) {
+                ptrdiff_t off = (v * CF_VL + l) * s->px_stride + i0;
+                cf_vf o = r[l];
+                if (s->z)
+                    o = cf_vadd(o, cf_vload_n(s->z + off, cnt));
+                cf_vstore_n(s->y + off, cf_vactivate(o, p->act, p->alpha, p->beta), cnt);
+            }
+        }
+    }
+}
+
+/* act(sum + z) from the registers into NCHW rows; `act` is a constant at every call,
+ * so cf_vactivate folds to its one call-free case. */
+DSC_INLINE void dsc_store_regs(const cf_dsc_store *s, const cf_vf *acc, const int nm,
+                               const int npv, int tail, const convfind_activation act)
+{
+    float alpha = s->p->alpha, beta = s->p->beta;
+#pragma GCC unroll 16
+    for (int i = 0; i < nm; i++) {
+        float *y = s->y + i * s->ch_stride;
+        const float *z = s->z ? s->z + i * s->ch_stride : NULL;
+#pragma GCC unroll 8
+        for (int v = 0; v < npv; v++) {
+            cf_vf o = acc[i * npv + v];
+            if (v < npv - 1 || !tail) {
+                if (z)
+                    o = cf_vadd(o, cf_vload(z + v * CF_VL));
+                cf_vstore(y + v * CF_VL, cf_vactivate(o, act, alpha, beta));
+            } else {
+                if (z)
+                    o = cf_vadd(o, cf_vload_n(z + v * CF_VL, tail));
+                cf_vstore_n(y + v * CF_VL, cf_vactivate(o, act, alpha, beta), tail);
+            }
+        }
+    }
+}
+
+/* Computes the tile's sums for each row, then stores them through the epilogue. */
+DSC_INLINE void dsc_run(const cf_dsc_tile *t, const cf_dsc_store *s, const int nm, const int npv)
+{
+    cf_dsc_store row = *s;
+    const float *x = t->x;
+    /* NCHW rows are stored straight from the registers (dsc_store_regs), unless the
+     * activation calls libm (sigmoid, tanh): a call in this function would make the
+     * compiler keep the accumulators in memory.  -1: through the buffer. */
+    int inline_act = s->px_stride == 1 && s->p->act != CONVFIND_ACT_SIGMOID &&
+                             s->p->act != CONVFIND_ACT_TANH
+                         ? (int)s->p->act
+                         : -1;
+    int tail = s->npx % CF_VL;
+    for (int r = 0; r < t->rows; r++, x += t->x_row, row.y += s->y_row) {
+        row.z = s->z ? s->z + r * s->y_row : NULL;
+        /* The sums start from the bias: no add per output vector afterwards (the
+         * order of a sum's terms is free; the bound in the tests covers any). */
+        cf_vf acc[DSC_MAX_ACC];
+#pragma GCC unroll 16
+        for (int i = 0; i < nm; i++) {
+            cf_vf b0 = s->bias ? cf_vbcast(s->bias[i]) : cf_vzero();
+#pragma GCC unroll 8
+            for (int v = 0; v < npv; v++)
+                acc[i * npv + v] = b0;
+        }
+
+        const float *w = t->w;
+        for (int k = 0; k < t->ntaps; k++, w += t->w_tap) {
+            const float *xp = x + t->tap[k];
+            cf_vf xv[CF_DSC_MAX_NPV];
+#pragma GCC unroll 8
+            for (int v = 0; v < npv; v++)
+                xv[v] = cf_vload(xp + v * CF_VL);
+#pragma GCC unroll 16
+            for (int i = 0; i < nm; i++) {
+                cf_vf b = cf_vbcast(w[i]);
+#pragma GCC unroll 8
+                for (int v = 0; v < npv; v++)
+                    acc[i * npv + v] = cf_vfma(b, xv[v], acc[i * npv + v]);
+            }
+        }
+
+        switch (inline_act) {
+        case CONVFIND_ACT_NONE:
+            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_NONE);
+            continue;
+        case CONVFIND_ACT_RELU:
+            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_RELU);
+            continue;
+        case CONVFIND_ACT_LEAKY_RELU:
+            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_LEAKY_RELU);
+            continue;
+        case CONVFIND_ACT_CLIP:
+            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_CLIP);
+            continue;
+        case CONVFIND_ACT_HARD_SIGMOID:
+            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_HARD_SIGMOID);
+            continue;
+        default:
+            break;
+        }
+        /* Through a buffer: the epilogue's sigmoid and tanh call libm, and a call inside
+         * this function would make the compiler keep the accumulators in memory. */
+        float buf[DSC_MAX_ACC * CF_VL] __attribute__((aligned(64)));
+#pragma GCC unroll 16
+        for (int i = 0; i < nm; i++)
+#pragma GCC unroll 8
+            for (int v = 0; v < npv; v++)
+                cf_vstore(buf + (i * npv + v) * CF_VL, acc[i * npv + v]);
+        dsc_store(&row, buf, nm, npv);
+    }
+}
+
+#define DSC_CASE(npv, nm)                                                                  \
+    case (npv) * 32 + (nm):                                                                \
+        if ((nm) > DSC_NM(npv))                                                            \
+            return;                                                                        \
+        dsc_run(t, s, nm, npv);                                                            \
+        break;
+#define DSC_CASES(npv)                                                                     \
+    DSC_CASE(npv, 1) DSC_CASE(npv, 2) DSC_CASE(npv, 3) DSC_CASE(npv, 4) DSC_CASE(npv, 5)   \
+    DSC_CASE(npv, 6) DSC_CASE(npv, 7) DSC_CASE(npv, 8) DSC_CASE(npv, 9) DSC_CASE(npv, 10)  \
+    DSC_CASE(npv, 11) DSC_CASE(npv, 12) DSC_CASE(npv, 13) DSC_CASE(npv, 14)                \
+    DSC_CASE(npv, 15) DSC_CASE(npv, 16)
+
+static void dsc_tile(const cf_dsc_tile *t, const cf_dsc_store *s)
+{
+    switch (t->npv * 32 + t->nm) {
+        DSC_CASES(1)
+        DSC_CASES(2)
+        DSC_CASES(3)
+        DSC_CASES(4)
+        DSC_CASES(5)
+        DSC_CASES(6)
+        DSC_CASES(7)
+        DSC_CASES(8)
+    default:
+        return; /* the driver only asks for the shapes listed in max_nm */
+    }
+}
+
+/* d[q] = 0 for q in [from, to), in whole vectors from the first multiple of VL on: d
+ * has room up to the next multiple of VL past `to`. */
+static inline void dsc_zero(float *d, int64_t from, int64_t to)
+{
+    for (; from % CF_VL && from < to; from++)
+        d[from] = 0.0f;
+    for (; from < to; from += CF_VL)
+        cf_vstore(d + from, cf_vzero());
+}
+
+/* src[(q - lo) * step] for lanes q in [q0 + a, q0 + b), the other lanes 0; steps 1 and 2
+ * read only those lanes' floats. */
+static inline cf_vf dsc_lanes(const float *src, int64_t q0, int64_t lo, ptrdiff_t step, int a,
+                              int b)
+{
+    const float *p = src + (q0 - lo) * step; /* may point before the row: lanes < a unread */
+    return step == 1 ? cf_vload_lanes(p, a, b) : cf_vload_even_lanes(p, a, b);
+}
+
+/* Per row, in whole vectors aligned with dst (64-byte aligned rows with room up to the
+ * next multiple of VL past wr): zeros, the copy, zeros.  Steps 1 (contiguous) and 2
+ * (even lanes) load a vector at a time, masked in the vectors that hold a row end, so
+ * that nothing outside the row's source floats is read; any other step goes one float
+ * at a time. */
+static void dsc_stage(float *dst, ptrdiff_t dst_row, int64_t rows, int64_t lo, int64_t hi,
+                      int64_t wr, const float *src, ptrdiff_t src_row, ptrdiff_t step)
+{
+    if (!src)
+        lo = hi = wr;
+    for (int64_t r = 0; r < rows; r++, dst += dst_row) {
+        const float *sr = src ? src + r * src_row : NULL; /* the source of index lo */
+        if (lo == hi || (step != 1 && step != 2)) {
+            dsc_zero(dst, 0, lo); /* may zero past lo: the copy comes after */
+            for (int64_t q = lo; q < hi; q++)
+                dst[q] = sr[(q - lo) * step];
+            dsc_zero(dst, hi, wr);
+            continue;
+        }
+        int64_t q = lo / CF_VL * CF_VL;
+        dsc_zero(dst, 0, q);
+        /* The first vector, masked below lo and at or past hi. */
+        int b = hi - q < CF_VL ? (int)(hi - q) : CF_VL;
+        cf_vstore(dst + q, dsc_lanes(sr, q, lo, step, (int)(lo - q), b));
+        q += CF_VL;
+        /* Whole vectors; cf_vload_even reads 2 VL floats, one past the last lane kept. */
+        if (step == 1)
+            for (; q + CF_VL <= hi; q += CF_VL)
+                cf_vstore(dst + q, cf_vload(sr + (q - lo)));
+        else
+            for (; q + CF_VL < hi; q += CF_VL)
+                cf_vstore(dst + q, cf_vload_even(sr + 2 * (q - lo)));
+        if (q < hi) {
+            cf_vstore(dst + q, dsc_lanes(sr, q, lo, step, 0, (int)(hi - q)));
+            q += CF_VL;
+        }
+        dsc_zero(dst, q, wr);
+    }
+}
+
+const cf_dsc_kernels CF_SIMD_SYM(cf_dsc) = {
+    .vl = CF_VL,
+    .max_nm = {0, DSC_NM(1), DSC_NM(2), DSC_NM(3), DSC_NM(4), DSC_NM(5), DSC_NM(6), DSC_NM(7),
+               DSC_NM(8)},
+    .tile = dsc_tile,
+    .stage = dsc_stage,
+};
