@@ -293,7 +293,7 @@ done:
 
 /* The final round (find.h, step 4): the OK candidates within CF_FIND_FINAL_WINDOW of the
  * fastest median, at most CF_FIND_FINALISTS, timed again in turns, one run each per
- * round with the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds
+ * round (after an untimed one that warms its caches) with the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds
  * within `round_s`; their statistics become those of this round.  Timed one after the
  * other, candidates meet different machine states (another process's burst, a clock
  * change), and on a shared two-core machine that alone reordered candidates 10-30%
@@ -338,7 +338,10 @@ static void final_round(const bench *bn, const cf_algo *const *all, cf_candidate
            (rounds < CF_FIND_MIN_REPEATS || now_s() - start < round_s)) {
         for (int j = 0; j < ok && !failed; j++) {
             int f = (j + rounds) % ok;
-            failed = (t[f][rounds] = timed_run(bn, &rd[f])) < 0.0;
+            /* One untimed run first: the previous turn's candidate evicted this one's
+             * weights and workspace, and a cold run would favour the algorithm with the
+             * smaller footprint (Winograd lost its 3x3 layers to direct that way). */
+            failed = timed_run(bn, &rd[f]) < 0.0 || (t[f][rounds] = timed_run(bn, &rd[f])) < 0.0;
         }
         rounds += !failed;
     }

@@ -19,7 +19,7 @@
  *      than CF_FIND_ABANDON_RATIO x the best median so far is ABANDONED.
  *   4. Final round: the OK candidates within CF_FIND_FINAL_WINDOW of the fastest
  *      median (at most CF_FIND_FINALISTS, the fastest) are timed again in turns, one run
- *      each per round, the order rotating, for CF_FIND_MIN_REPEATS to
+ *      each per round after an untimed warm-up run, the order rotating, for CF_FIND_MIN_REPEATS to
  *      CF_FIND_MAX_REPEATS rounds within CF_FIND_FINAL_SHARE of the budget; their
  *      statistics are replaced by this round's, so close candidates are compared under
  *      the same machine conditions.  (Not under RETUNE, which re-times few.)
