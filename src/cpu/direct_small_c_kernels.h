@@ -12,15 +12,9 @@
 #include "cpu/direct_small_c.h"
 #include "cpu/simd.h"
 
-/* The tile kernel is exempt from UndefinedBehaviorSanitizer: its checks on every
- * index of the fully unrolled (npv, nm) cases took clang 14 more than ten minutes per
- * ISA file in CI's sanitizer builds (3.6 s without).  AddressSanitizer still checks its
- * loads and stores, and the driver that computes its pointers stays instrumented. */
 #if defined(__GNUC__)
-#define DSC_NO_UBSAN __attribute__((no_sanitize("undefined")))
-#define DSC_INLINE static inline __attribute__((always_inline)) DSC_NO_UBSAN
+#define DSC_INLINE static inline __attribute__((always_inline))
 #else
-#define DSC_NO_UBSAN
 #define DSC_INLINE static inline
 #endif
 
@@ -202,7 +196,7 @@ DSC_INLINE void dsc_run(const cf_dsc_tile *t, const cf_dsc_store *s, const int n
     DSC_CASE(npv, 11) DSC_CASE(npv, 12) DSC_CASE(npv, 13) DSC_CASE(npv, 14)                \
     DSC_CASE(npv, 15) DSC_CASE(npv, 16)
 
-DSC_NO_UBSAN static void dsc_tile(const cf_dsc_tile *t, const cf_dsc_store *s)
+static void dsc_tile(const cf_dsc_tile *t, const cf_dsc_store *s)
 {
     switch (t->npv * 32 + t->nm) {
         DSC_CASES(1)
