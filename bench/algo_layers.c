@@ -61,13 +61,15 @@ static int run_layer(const char *name, const convfind_conv_desc *d, const cf_alg
     float *x = random_buffer(p->x_elems, &seed), *w = random_buffer(p->w_elems, &seed);
     float *y = random_buffer(p->y_elems, &seed), *ref = random_buffer(p->y_elems, &seed);
     size_t ws_bytes = 0;
-    void *ws = NULL, *packed = NULL;
+    void *ws = NULL, *packed = NULL, *state = NULL;
     int rc = -1;
     if (!x || !w || !y || !ref || algo->workspace(p, &ws_bytes) != CONVFIND_OK)
         goto out;
+    if (algo->prepare && algo->prepare(p, &state) != CONVFIND_OK) /* as a plan does */
+        goto out;
     if (ws_bytes && !(ws = aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63)))
         goto out;
-    if (algo->pack_weights && algo->pack_weights(p, NULL, w, &packed) != CONVFIND_OK)
+    if (algo->pack_weights && algo->pack_weights(p, state, w, &packed) != CONVFIND_OK)
         goto out;
     cf_exec_args a = {.x = x, .w = w, .packed_w = packed, .y = y, .workspace = ws,
                       .workspace_size = ws_bytes, .pool = pool};
@@ -76,7 +78,7 @@ static int run_layer(const char *name, const convfind_conv_desc *d, const cf_alg
         goto out;
     for (int i = 0; i < repeats + 2; i++) {
         double t0 = now_ms();
-        if (algo->execute(p, NULL, &a) != CONVFIND_OK) {
+        if (algo->execute(p, state, &a) != CONVFIND_OK) {
             fprintf(stderr, "%s: %s\n", name, convfind_last_error());
             free(t);
             goto out;
@@ -103,6 +105,8 @@ static int run_layer(const char *name, const convfind_conv_desc *d, const cf_alg
 out:
     if (packed)
         algo->free_packed(packed);
+    if (algo->release)
+        algo->release(state);
     free(ws);
     free(x);
     free(w);
