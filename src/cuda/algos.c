@@ -164,6 +164,30 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, bool un
     return count;
 }
 
+int cf_cuda_cudnn_neighbors(const cf_problem *p, const cf_cuda_device *d, const char *name,
+                            char (*names)[64], int cap)
+{
+    cf_cudnn_config base;
+    if (cf_cudnn_config_parse(name, &base) != CONVFIND_OK) {
+        cf_clear_error();
+        return 0;
+    }
+    cf_cuda_thread *t;
+    int count = 0;
+    int prev = cf_cuda_enter(d);
+    cf_cudnn_config *c = calloc((size_t)(cap > 0 ? cap : 1), sizeof *c);
+    if (c && cf_cuda_thread_get(d, &t) == CONVFIND_OK) {
+        int n = cf_cudnn_knob_neighbors(t->handle, p, &base, c, cap);
+        for (int i = 0; i < n; i++)
+            if (cf_cudnn_config_name(&c[i], names[count], 64))
+                count++;
+    }
+    free(c);
+    cf_cuda_leave(prev);
+    cf_clear_error();
+    return count;
+}
+
 /* The algorithm's variants: what the heuristics list (no unlisted engines; see algos.h). */
 static int cudnn_variants(const cf_problem *p, const void *device, char (*names)[64], int cap)
 {

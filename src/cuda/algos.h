@@ -27,6 +27,13 @@ extern const cf_algo cf_algo_cuda_direct;
 int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, bool unlisted,
                            char (*names)[64], int cap);
 
+/* Writes up to `cap` names of the neighbours of cuda.cudnn configuration `name`
+ * (cf_cudnn_knob_neighbors: one knob changed within its advertised range) and returns
+ * how many; 0 for a name that is not a cuDNN configuration.  Unvetted like the unlisted
+ * engines: for a validating Find only.  Thread-safe. */
+int cf_cuda_cudnn_neighbors(const cf_problem *p, const cf_cuda_device *d, const char *name,
+                            char (*names)[64], int cap);
+
 /* Device workspace one execution of form `name` needs for `p` on `d` (finalizing and
  * caching its plan on the calling thread).  CONVFIND_ERR_BACKEND when cuDNN refuses it. */
 convfind_status cf_cuda_algo_workspace(const cf_cuda_device *d, const cf_problem *p,

@@ -294,6 +294,54 @@ done:
     cf_clear_error();
 }
 
+/* Knob refinement, for a validating Find: the neighbours of the fastest cuDNN
+ * configuration (one knob changed within the range its engine advertises, which the
+ * heuristics list only partly) are timed like the others, in at most KNOB_ROUNDS
+ * rounds, a further round only when a neighbour won the last one, within half the
+ * Find budget again and the room the candidate list has left (a retuning Find only
+ * the neighbours it retunes). */
+#define KNOB_ROUNDS 2
+
+static void refine_knobs(const bench *bn, cands *c, double share, double *best_ms)
+{
+    const double start = now_s(), budget = bn->cfg->budget_s / 2;
+    char (*names)[64] = calloc(CF_CUDA_MAX_VARIANTS, sizeof *names);
+    for (int round = 0; names && round < KNOB_ROUNDS; round++) {
+        int base = -1;
+        for (int i = 0; i < c->n; i++)
+            if (c->algo[i] == &cf_algo_cuda_cudnn && c->s[i].status == CF_CAND_OK &&
+                (base < 0 || c->s[i].median_ms < c->s[base].median_ms))
+                base = i;
+        if (base < 0)
+            break;
+        const double before = c->s[base].median_ms;
+        int k = cf_cuda_cudnn_neighbors(bn->p, bn->d, c->s[base].algo, names,
+                                        CF_CUDA_MAX_VARIANTS);
+        bool won = false;
+        for (int j = 0; j < k && c->n < CF_CUDA_MAX_VARIANTS + 1; j++) {
+            bool known = false;
+            for (int i = 0; i < c->n && !known; i++)
+                known = strcmp(c->s[i].algo, names[j]) == 0;
+            if (known || (bn->cfg->retune && !cf_find_retuned(bn->cfg->retune, names[j])))
+                continue;
+            if (now_s() - start > budget || cancelled(bn->cfg))
+                break;
+            int i = c->n++;
+            c->algo[i] = &cf_algo_cuda_cudnn;
+            memset(&c->s[i], 0, sizeof c->s[i]);
+            memcpy(c->s[i].algo, names[j], sizeof c->s[i].algo);
+            measure_one(bn, c->algo[i], &c->s[i], *best_ms, share);
+            if (c->s[i].status == CF_CAND_OK && c->s[i].median_ms < *best_ms) {
+                *best_ms = c->s[i].median_ms;
+                won = won || c->s[i].median_ms < before;
+            }
+        }
+        if (!won)
+            break;
+    }
+    free(names);
+}
+
 convfind_status cf_cuda_find_measure(const cf_cuda_device *d, const cf_problem *p,
                                      const cf_find_config *cfg, cf_decision *out)
 {
@@ -302,7 +350,7 @@ convfind_status cf_cuda_find_measure(const cf_cuda_device *d, const cf_problem *
     convfind_status st = list_candidates(d, p, cfg->validate, &c);
     if (st != CONVFIND_OK)
         return st;
-    const int n = c->n;
+    const int n = c->n; /* before refine_knobs() adds to the list */
     cf_candidate_stats *s = c->s;
     int prev = cf_cuda_enter(d);
     bench bn;
@@ -328,14 +376,16 @@ convfind_status cf_cuda_find_measure(const cf_cuda_device *d, const cf_problem *
         if (s[i].status == CF_CAND_OK && (best_ms == 0 || s[i].median_ms < best_ms))
             best_ms = s[i].median_ms;
     }
+    if (st == CONVFIND_OK && cfg->validate)
+        refine_knobs(&bn, c, share, &best_ms);
     bench_free(&bn);
     cf_cuda_leave(prev);
     /* Nothing timed to the end: the first ABANDONED in list order, no preferred one. */
-    int pick = st == CONVFIND_OK ? cf_find_choose(s, n, incumbent, NULL) : -1;
+    int pick = st == CONVFIND_OK ? cf_find_choose(s, c->n, incumbent, NULL) : -1;
     if (st == CONVFIND_OK && pick < 0)
         st = cf_fail(CONVFIND_ERR_BACKEND, "every CUDA candidate failed on this problem");
     if (st == CONVFIND_OK) {
-        cf_find_rank(s, n, pick);
+        cf_find_rank(s, c->n, pick);
         st = to_decision(c, out);
     }
     free(c);

@@ -584,6 +584,84 @@ convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
     return CONVFIND_OK;
 }
 
+/* The most values of one knob a neighbour search tries: knobs with longer ranges are
+ * sizes or counts, not choices among a few kernels, and trying each is not worth its
+ * Find time. */
+#define KNOB_RANGE_MAX 16
+
+/* `base` with knob `type` set to `value` (added when base has no such knob). */
+static bool with_knob(const cf_cudnn_config *base, int type, int64_t value, cf_cudnn_config *c)
+{
+    *c = *base;
+    for (int i = 0; i < c->n_knobs; i++)
+        if (c->knob_type[i] == type) {
+            c->knob_value[i] = value;
+            return true;
+        }
+    if (c->n_knobs == CF_CUDNN_MAX_KNOBS)
+        return false;
+    c->knob_type[c->n_knobs] = type;
+    c->knob_value[c->n_knobs++] = value;
+    return true;
+}
+
+int cf_cudnn_knob_neighbors(cudnnHandle_t handle, const cf_problem *p, const cf_cudnn_config *base,
+                            cf_cudnn_config *out, int cap)
+{
+    convfind_status st = CONVFIND_OK;
+    cudnnBackendDescriptor_t engine = NULL, info[CF_CUDNN_MAX_KNOBS] = {0};
+    int count = 0;
+    cf_problem q;
+    cf_cudnn_engine_problem(p, base->padded, &q);
+    graph g;
+    if (graph_build(handle, &q, base->layout, &g) != CONVFIND_OK) {
+        cf_clear_error();
+        return 0;
+    }
+    int64_t n = 0;
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine), "engine");
+    CHECK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g.graph), "engine graph");
+    CHECK(cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
+                                   &base->engine), "engine index");
+    CHECK(cudnnBackendFinalize(engine), "engine finalize");
+    for (int i = 0; i < CF_CUDNN_MAX_KNOBS; i++)
+        CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_INFO_DESCRIPTOR, &info[i]),
+              "knob info");
+    CHECK(cudnnBackendGetAttribute(engine, CUDNN_ATTR_ENGINE_KNOB_INFO,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, CF_CUDNN_MAX_KNOBS, &n, info),
+          "engine knobs");
+    for (int64_t k = 0; k < n && k < CF_CUDNN_MAX_KNOBS; k++) {
+        cudnnBackendKnobType_t type;
+        int64_t lo, hi, step, got;
+        CHECK(cudnnBackendGetAttribute(info[k], CUDNN_ATTR_KNOB_INFO_TYPE, CUDNN_TYPE_KNOB_TYPE, 1,
+                                       &got, &type), "knob info type");
+        CHECK(cudnnBackendGetAttribute(info[k], CUDNN_ATTR_KNOB_INFO_MINIMUM_VALUE,
+                                       CUDNN_TYPE_INT64, 1, &got, &lo), "knob minimum");
+        CHECK(cudnnBackendGetAttribute(info[k], CUDNN_ATTR_KNOB_INFO_MAXIMUM_VALUE,
+                                       CUDNN_TYPE_INT64, 1, &got, &hi), "knob maximum");
+        CHECK(cudnnBackendGetAttribute(info[k], CUDNN_ATTR_KNOB_INFO_STRIDE, CUDNN_TYPE_INT64, 1,
+                                       &got, &step), "knob stride");
+        if (step < 1 || hi < lo || (hi - lo) / step + 1 > KNOB_RANGE_MAX)
+            continue;
+        for (int64_t v = lo; v <= hi && count < cap; v += step) {
+            cf_cudnn_config c;
+            char name[CF_ALGO_NAME_MAX];
+            if (with_knob(base, (int)type, v, &c) && !same_config(&c, base) &&
+                cf_cudnn_config_name(&c, name, sizeof name))
+                out[count++] = c;
+        }
+    }
+done:
+    (void)st;
+    for (int i = 0; i < CF_CUDNN_MAX_KNOBS; i++)
+        destroy(&info[i]);
+    destroy(&engine);
+    graph_free(&g);
+    cf_clear_error();
+    return count;
+}
+
 /* ------------------------------------------------------------------------- */
 /* Plans                                                                      */
 /* ------------------------------------------------------------------------- */

@@ -72,6 +72,15 @@ convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
                                    convfind_layout layout, bool global_engines,
                                    cf_cudnn_config *out, int cap, int *count);
 
+/* The neighbours of configuration `base` for `p`: base with one knob set to another
+ * value of the range its engine advertises (CUDNN_ATTR_ENGINE_KNOB_INFO), for every
+ * knob of at most 16 values.  The heuristics list only some of these; none is vetted
+ * by them, so a caller must check their results.  Writes up to `cap` into out and
+ * returns how many; 0 when the engine does not finalize or has no such knob.  Must run
+ * inside cf_cuda_enter() with `handle` the calling thread's. */
+int cf_cudnn_knob_neighbors(cudnnHandle_t handle, const cf_problem *p, const cf_cudnn_config *base,
+                            cf_cudnn_config *out, int cap);
+
 typedef struct cf_cudnn_plan cf_cudnn_plan;
 
 /* Finalizes configuration `c` for `p` (for a padded one, its engine problem) on `handle`.  CONVFIND_ERR_BACKEND with cuDNN's
