@@ -251,10 +251,11 @@ static void test_gemm_1x1(void **state)
 /* NCHW 1x1 problems whose GEMM takes the output pixels as rows (few pixels, many
  * channels: 7x7 maps compute 49 pixel rows with the 7-row kernel instead of 64 pixel
  * columns), so C is stored column-major: stride 1 (X read in place) and 2 (gathered
- * panels, one parallel pass or packed first), 7x7 and 14x14 maps (7 rows) and 9x9 (8 rows,
- * a partial panel), channel counts off the vector width, groups, two images, every
- * epilogue part, every level (the kernels without transposed stores keep channels as
- * rows there); 5x5 with 48 channels per group stays channel rows. */
+ * panels, one parallel pass or packed first), 7x7 maps (7 rows), 14x14 (14 rows) and 9x9
+ * (8 rows, a partial panel), channel counts off the vector width, groups, two images,
+ * every epilogue part (with and without the parts that read Y or Z), every level (the
+ * kernels without transposed stores keep channels as rows there); 5x5 with 48 channels
+ * per group stays channel rows.  Then the same shapes in NHWC (pixel rows, C row-major). */
 static void test_gemm_1x1_pixel_rows(void **state)
 {
     (void)state;
@@ -265,11 +266,16 @@ static void test_gemm_1x1_pixel_rows(void **state)
     static const int64_t shapes[][5] = {
         /* c, m, in (square), stride, group */
         {40, 64, 7, 1, 1}, {33, 80, 7, 1, 1}, {24, 48, 13, 2, 1}, {32, 96, 5, 1, 2},
-        {16, 144, 9, 1, 1}, {64, 40, 7, 1, 1}, {24, 64, 14, 1, 1}, {20, 72, 28, 2, 1}};
+        {16, 144, 9, 1, 1}, {64, 40, 7, 1, 1}, {24, 64, 14, 1, 1}, {20, 72, 28, 2, 1},
+        {48, 48, 14, 1, 1}, {16, 64, 14, 1, 2}, {36, 96, 14, 1, 1}, {8, 32, 28, 2, 1}};
     for (int level = 0; level <= (int)cf_isa_machine(); level++) {
-        for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        const size_t nshapes = sizeof shapes / sizeof shapes[0];
+        for (size_t t = 0; t < 2 * nshapes; t++) {
+            const size_t i = t % nshapes;
             convfind_conv_desc d;
             convfind_conv_desc_init(&d);
+            /* The second round in NHWC, whose GEMM always has pixels as rows (C row-major). */
+            d.layout = t < nshapes ? CONVFIND_LAYOUT_NCHW : CONVFIND_LAYOUT_NHWC;
             d.x_rank = d.w_rank = 4;
             int64_t x[4] = {1 + (int64_t)(i % 2), shapes[i][0], shapes[i][2], shapes[i][2]};
             int64_t w[4] = {shapes[i][1], shapes[i][0] / shapes[i][4], 1, 1};

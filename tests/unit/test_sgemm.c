@@ -250,11 +250,16 @@ static void test_long_k_sliced(void **state)
  * rows, or transposed (column-major) when k is odd; or B in place with padded rows.  A
  * ReLU and a row or column bias run the fused epilogue on those paths too.  `c_cols`:
  * C column-major (an NCHW output with pixels as rows, whose K is sliced only past a
- * larger limit). */
-static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, bool c_cols,
-                           cf_threadpool *pool)
+ * larger limit).  `variant`: 7 or 14 for the level's 7- or 14-row kernel variant where
+ * it has one (the pixels of 7x7 and 14x14 maps), 0 for the level's kernel. */
+static void check_in_place_kern(size_t m, size_t n, size_t k, bool a_in_place, bool c_cols,
+                                int variant, cf_threadpool *pool)
 {
     const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    if (variant == 7 && kern->mr7 != NULL)
+        kern = kern->mr7;
+    if (variant == 14 && kern->mr14 != NULL)
+        kern = kern->mr14;
     const bool a_cols = a_in_place && k % 2 == 1;
     const size_t ars = a_cols ? 1 : k + 3, acs = a_cols ? m + 2 : 1, ldb = n + 5;
     float *a = rand_buf((m + 2) * (k + 3)), *b = rand_buf(k * ldb), *c = rand_buf(m * n);
@@ -297,6 +302,12 @@ static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, bool c
     free(packed);
 }
 
+static void check_in_place(size_t m, size_t n, size_t k, bool a_in_place, bool c_cols,
+                           cf_threadpool *pool)
+{
+    check_in_place_kern(m, n, k, a_in_place, c_cols, 0, pool);
+}
+
 static void in_place_body(cf_threadpool *pool)
 {
     static const size_t ks[] = {1, 5, 64, 700}; /* 700: several K slices */
@@ -313,6 +324,44 @@ static void in_place_body(cf_threadpool *pool)
         check_in_place(50, 70, long_ks[ik], true, true, pool);
         check_in_place(13, 33, long_ks[ik], true, true, pool);
     }
+}
+
+/* Column-major C stored by the kernel (pixels as rows) with only a bias and a clamp, the
+ * epilogue the kernel applies before its transpose, and row-major C: 7-, 8- and 14-row
+ * kernels, full and partial row panels, every column count class of the last panel
+ * (under 16, 16, between 16 and 32, whole panels), short K. */
+static void trans_store_body(cf_threadpool *pool)
+{
+    static const size_t ms[] = {7, 14, 28, 49, 50, 196};
+    static const size_t ns[] = {5, 16, 20, 32, 37, 64};
+    static const int variants[] = {0, 7, 14};
+    for (size_t im = 0; im < sizeof ms / sizeof ms[0]; im++)
+        for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++)
+            for (size_t k = 1; k <= 20; k += 1 + (im + in) % 4)
+                for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+                    check_in_place_kern(ms[im], ns[in], k, true, true, variants[v], pool);
+                    check_in_place_kern(ms[im], ns[in], k, true, false, variants[v], pool);
+                }
+    /* Long K with a partial last row panel (copied whole): one slice, then two, whose
+     * second accumulates into C (the epilogue reading C, after the transpose). */
+    static const size_t long_ks[] = {1101, 1537};
+    for (size_t ik = 0; ik < sizeof long_ks / sizeof long_ks[0]; ik++)
+        for (size_t v = 0; v < sizeof variants / sizeof variants[0]; v++) {
+            check_in_place_kern(50, 70, long_ks[ik], true, true, variants[v], pool);
+            check_in_place_kern(50, 37, long_ks[ik], true, false, variants[v], pool);
+        }
+}
+
+static void test_trans_store(void **state)
+{
+    (void)state;
+    for_each_level(trans_store_body, NULL);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    check_in_place_kern(196, 384, 64, true, true, 14, pool);
+    check_in_place_kern(196, 96, 40, true, true, 7, pool);
+    check_in_place_kern(49, 160, 17, true, true, 7, pool);
+    cf_threadpool_destroy(pool);
 }
 
 static void test_operand_in_place(void **state)
@@ -426,6 +475,7 @@ int main(void)
         cmocka_unit_test(test_sizes_every_isa),
         cmocka_unit_test(test_every_dim_1_to_67),
         cmocka_unit_test(test_transposes_and_epilogues),
+        cmocka_unit_test(test_trans_store),
         cmocka_unit_test(test_long_k_sliced),
         cmocka_unit_test(test_threaded),
         cmocka_unit_test(test_operand_in_place),

@@ -30,12 +30,17 @@ typedef struct packed_header {
     size_t group_floats; /* floats of one group's packed operand */
 } packed_header;
 
-/* The kernel of a GEMM whose rows are a Conv's output pixels: `kern`, or its 7-row
- * variant when 7 divides the pixels and 8 does not (7x7 and 14x14 maps). */
+/* The kernel of a GEMM whose rows are a Conv's output pixels: `kern`, or, when 8 does
+ * not divide the pixels, its 14-row variant where 14 does (14x14 maps) or its 7-row one
+ * where 7 does (7x7 maps). */
 static const cf_sgemm_kernel *pixel_rows_kernel(const cf_problem *p, const cf_sgemm_kernel *kern)
 {
     size_t pix = (size_t)p->out_sp;
-    return kern->mr7 != NULL && pix % 7 == 0 && pix % 8 != 0 ? kern->mr7 : kern;
+    if (pix % 8 == 0)
+        return kern;
+    if (kern->mr14 != NULL && pix % 14 == 0)
+        return kern->mr14;
+    return kern->mr7 != NULL && pix % 7 == 0 ? kern->mr7 : kern;
 }
 
 /* Whether a Conv's GEMM has output pixels as rows and channels as columns (weights =

@@ -20,7 +20,7 @@
 #include "util/error.h"
 
 /* Largest K slice (choose_kc keeps to it): bounds the stack copy of a partial A panel
- * (40 KB). */
+ * (70 KB with the 14-row kernel). */
 #define KC_LIMIT 1280
 
 const cf_sgemm_kernel *cf_sgemm_kernel_for(cf_isa isa)

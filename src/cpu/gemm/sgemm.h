@@ -42,7 +42,7 @@
 #include "util/threadpool.h"
 
 /* Largest register block of any kernel in this build (scratch tiles are this big). */
-#define CF_SGEMM_MR_MAX 8
+#define CF_SGEMM_MR_MAX 14
 #define CF_SGEMM_NR_MAX 32
 
 /* Clamp a microkernel applies in registers before storing: the activations that are a
@@ -91,7 +91,11 @@ typedef struct cf_sgemm_kernel {
                                 * the others the driver goes through a scratch tile */
     const struct cf_sgemm_kernel *mr7; /* the same kernel with MR = 7 (same NR, so the same
                                 * packed B), for row counts 7 divides and 8 does not (the
-                                * pixels of 7x7 and 14x14 maps); NULL when there is none */
+                                * pixels of 7x7 maps, and of 14x14 ones without mr14); NULL
+                                * when there is none */
+    const struct cf_sgemm_kernel *mr14; /* the same with MR = 14, for row counts 14 divides
+                                * and 8 does not (14x14 maps: half the transposed stores of
+                                * the 7-row kernel); NULL when there is none */
 } cf_sgemm_kernel;
 
 /* The kernel for `isa`: the best one compiled into this build at or below that level

@@ -12,7 +12,7 @@
 
 #if defined(__x86_64__) || defined(_M_X64)
 #define CF_SGEMM_HAVE_X86 1
-extern const cf_sgemm_kernel cf_sgemm_kernel_avx512; /* 8 x 32, 16 zmm accumulators; mr7 */
+extern const cf_sgemm_kernel cf_sgemm_kernel_avx512; /* 8 x 32, 16 zmm accumulators; mr7, mr14 */
 extern const cf_sgemm_kernel cf_sgemm_kernel_avx2;   /* 6 x 16, 12 ymm accumulators */
 #else
 #define CF_SGEMM_HAVE_X86 0
