@@ -11,9 +11,12 @@
  * band in tiles whose sums stay in registers over the whole reduction and go through
  * the fused epilogue straight into Y's own layout.  Staging is one pass over C x (rows
  * read) x W floats per band against M x taps FMAs per staged float; the slot stays in
- * the core's cache from band to band.  With the shortest reductions it is not
- * negligible: about 15% of the MobileNetV2 stem's time (27 FMA steps per output,
- * docs/performance.md).
+ * the core's cache from band to band.  It reads each input row once for all its stride
+ * phases and writes only pixels: the zeros around them (padding, margins) are written
+ * once per execution, when a task clears its slot.  With the shortest reductions it is
+ * still not negligible: about 11% of the MobileNetV2 stem's time (27 FMA steps per
+ * output, docs/performance.md), where reading stride-2 rows from X inside the tile, one
+ * permute per vector and tap, measured no faster.
  *
  * Conv only, f32, 1-D to 3-D, any kernel size, stride, dilation and asymmetric padding,
  * NCHW and NHWC, any group count with at most DSC_MAX_CG input channels per group
@@ -77,8 +80,9 @@ typedef struct dsc_geom {
     int64_t band;    /* output rows per band */
     int64_t nbands;  /* bands per output plane */
     int64_t rows;    /* staged rows per (input channel, depth tap) of a full band */
-    int64_t wr;      /* floats the tiles read per phase of a row */
-    int64_t wq;      /* floats per phase of a row: wr rounded up to a cache line */
+    int64_t b;       /* zeros before a phase's first pixel: the left padding, rounded up */
+    int64_t wq;      /* floats per phase of a row: what tiles read or staging writes,
+                      * rounded up to a cache line */
     int64_t rs;      /* floats per staged row (all phases) */
     int64_t nchunks; /* chunks of output channels per group */
     int64_t units;   /* (image, group, plane, band, chunk) */
@@ -91,6 +95,12 @@ typedef struct dsc_ws {
     size_t slot; /* floats per staging slot */
     cf_ws total;
 } dsc_ws;
+
+/* floor(a / b) for b > 0. */
+static int64_t dsc_floor_div(int64_t a, int64_t b)
+{
+    return a >= 0 ? a / b : -((-a + b - 1) / b);
+}
 
 static dsc_geom dsc_geom_of(const cf_problem *p)
 {
@@ -108,13 +118,17 @@ static dsc_geom dsc_geom_of(const cf_problem *p)
     g.band = g.band > s->out[1] ? s->out[1] : g.band;
     g.nbands = (s->out[1] + g.band - 1) / g.band;
     g.rows = (g.band - 1) * s->stride[1] + (s->k[1] - 1) * s->dil[1] + 1;
-    /* Vectors of the widest ISA (16) cover the row; tap kw reads from index
-     * (kw * dw) / sw on.  Phase rows are a multiple of 16 apart, so that each starts on
-     * a cache line (the workspace does) and the taps at offset 0 load whole lines; the
-     * floats past wr are never read nor written. */
-    g.wr = (s->out[2] + 15) / 16 * 16 + (s->k[2] - 1) * s->dil[2] / s->stride[2];
-    g.wq = (g.wr + 15) / 16 * 16;
-    g.rs = s->stride[2] * g.wq;
+    /* Tap kw reads pixel ow * sw + e, e = kw * dw - pw: index b + ow + floor(e / sw) of
+     * phase e mod sw, for ow up to the vectors of the widest ISA (16) that cover the
+     * row; staging writes ceil(W / sw) pixels per phase, in whole vectors.  b and the
+     * phase rows are multiples of 16, so that each row starts on a cache line (the
+     * workspace does) and taps with e = 0 load whole lines. */
+    int64_t sw = s->stride[2], e_max = (s->k[2] - 1) * s->dil[2] - s->pad[2];
+    g.b = ((s->pad[2] + sw - 1) / sw + 15) / 16 * 16;
+    int64_t read = (s->out[2] + 15) / 16 * 16 + dsc_floor_div(e_max, sw);
+    int64_t written = ((s->in[2] + sw - 1) / sw + 15) / 16 * 16;
+    g.wq = g.b + ((read > written ? read : written) + 15) / 16 * 16;
+    g.rs = sw * g.wq;
     int64_t base = planes * g.nbands;
     int64_t most = (g.mg + DSC_MIN_CHUNK - 1) / DSC_MIN_CHUNK;
     g.nchunks = base >= DSC_UNITS ? 1 : (DSC_UNITS + base - 1) / base;
@@ -197,11 +211,13 @@ typedef struct dsc_job {
     atomic_llong next; /* the next unit to claim */
     float *xs;       /* staging slots */
     size_t slot;     /* floats per slot */
-    int npv, nm;     /* widest tile: vectors along the row, most output channels */
+    int npv;         /* vectors along the row per tile (the last group of a row may be
+                      * narrower) */
 } dsc_job;
 
 /* Stages the input rows that output rows [oh0, oh1) of plane od read, for every input
- * channel of group grp and every depth tap: zero where the window leaves the input. */
+ * channel of group grp and every depth tap: zero rows where the window leaves the input
+ * (the slot's zeros around each row's pixels stay from the task's start). */
 static void dsc_stage_band(const dsc_job *job, float *slot, int64_t n, int64_t grp, int64_t od,
                            int64_t oh0, int64_t oh1)
 {
@@ -209,39 +225,33 @@ static void dsc_stage_band(const dsc_job *job, float *slot, int64_t n, int64_t g
     const dsc_geom *g = job->g;
     const cf_geom3 *s = &g->s;
     bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
-    int64_t sw = s->stride[2], pw = s->pad[2], iw_n = s->in[2];
     int64_t rows = (oh1 - oh0 - 1) * s->stride[1] + (s->k[1] - 1) * s->dil[1] + 1;
     /* Staged row r holds input row ih0 + r: input for r in [r_lo, r_hi). */
     int64_t ih0 = oh0 * s->stride[1] - s->pad[1];
     int64_t r_lo = ih0 < 0 ? (-ih0 < rows ? -ih0 : rows) : 0;
     int64_t r_hi = s->in[1] - ih0 < rows ? s->in[1] - ih0 : rows;
     r_hi = r_hi < r_lo ? r_lo : r_hi;
-    ptrdiff_t step = nhwc ? (ptrdiff_t)p->c : 1, src_row = (ptrdiff_t)(iw_n * step);
+    ptrdiff_t step = nhwc ? (ptrdiff_t)p->c : 1, src_row = (ptrdiff_t)(s->in[2] * step);
     const float *x = job->a->x;
-    for (int64_t ph = 0; ph < sw; ph++) {
-        /* Index q of this phase holds iw = q * sw + ph - pw: input for q in [lo, hi). */
-        int64_t lo = ph >= pw ? 0 : (pw - ph + sw - 1) / sw;
-        int64_t hi = iw_n + pw - ph <= 0 ? 0 : (iw_n + pw - ph + sw - 1) / sw;
-        lo = lo > g->wr ? g->wr : lo;
-        hi = hi > g->wr ? g->wr : hi < lo ? lo : hi;
-        for (int64_t c = 0; c < g->cg; c++)
-            for (int64_t kd = 0; kd < s->k[0]; kd++) {
-                int64_t id = od * s->stride[0] - s->pad[0] + kd * s->dil[0];
-                int64_t ch = grp * g->cg + c;
-                float *dst = slot + (c * s->k[0] + kd) * g->rows * g->rs + ph * g->wq;
-                if (hi == lo || id < 0 || id >= s->in[0]) {
-                    job->k->stage(dst, g->rs, rows, 0, 0, g->wr, NULL, 0, 0);
-                    continue;
-                }
-                int64_t sp = (id * s->in[1] + ih0 + r_lo) * iw_n + lo * sw + ph - pw;
-                const float *src = nhwc ? x + (n * p->in_sp + sp) * p->c + ch
-                                        : x + (n * p->c + ch) * p->in_sp + sp;
-                job->k->stage(dst, g->rs, r_lo, 0, 0, g->wr, NULL, 0, 0);
-                job->k->stage(dst + r_lo * g->rs, g->rs, r_hi - r_lo, lo, hi, g->wr, src,
-                              src_row, sw * step);
-                job->k->stage(dst + r_hi * g->rs, g->rs, rows - r_hi, 0, 0, g->wr, NULL, 0, 0);
+    const cf_dsc_kernels *k = job->k;
+    for (int64_t c = 0; c < g->cg; c++)
+        for (int64_t kd = 0; kd < s->k[0]; kd++) {
+            int64_t id = od * s->stride[0] - s->pad[0] + kd * s->dil[0];
+            int64_t ch = grp * g->cg + c;
+            float *dst = slot + (c * s->k[0] + kd) * g->rows * g->rs;
+            if (r_hi == r_lo || id < 0 || id >= s->in[0]) {
+                k->stage(dst, g->rs, rows, NULL, 0, 0, 0, s->stride[2], g->wq, g->b);
+                continue;
             }
-    }
+            int64_t sp = (id * s->in[1] + ih0 + r_lo) * s->in[2];
+            const float *src = nhwc ? x + (n * p->in_sp + sp) * p->c + ch
+                                    : x + (n * p->c + ch) * p->in_sp + sp;
+            k->stage(dst, g->rs, r_lo, NULL, 0, 0, 0, s->stride[2], g->wq, g->b);
+            k->stage(dst + r_lo * g->rs, g->rs, r_hi - r_lo, src, src_row, s->in[2], step,
+                     s->stride[2], g->wq, g->b);
+            k->stage(dst + r_hi * g->rs, g->rs, rows - r_hi, NULL, 0, 0, 0, s->stride[2], g->wq,
+                     g->b);
+        }
 }
 
 /* One unit of work: one band of output rows for one chunk of output channels, reading
@@ -270,17 +280,18 @@ static void dsc_unit(const dsc_job *job, float *slot, int64_t unit, bool staged)
     bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
     int64_t ow = s->out[2], vecs = (ow + vl - 1) / vl;
     int64_t m_lo = chunk * g->mg / g->nchunks, cm = (chunk + 1) * g->mg / g->nchunks - m_lo;
-    int64_t mtiles = (cm + job->nm - 1) / job->nm;
     const float *wg = job->wp + grp * g->ntaps * g->mg;
     const float *bias = job->a->b, *z = job->a->z;
-    for (int64_t mt = 0; mt < mtiles; mt++) {
-        /* Balanced: tiles differ by at most one channel. */
-        int64_t m0 = m_lo + mt * cm / mtiles, nm = m_lo + (mt + 1) * cm / mtiles - m0;
-        int64_t mo = grp * g->mg + m0; /* channel of Y */
-        int64_t row_px = (od * s->out[1] + oh0) * ow;
-        for (int64_t v0 = 0; v0 < vecs; v0 += job->npv) {
-            int64_t ow0 = v0 * vl;
-            int npv = vecs - v0 < job->npv ? (int)(vecs - v0) : job->npv;
+    int64_t row_px = (od * s->out[1] + oh0) * ow;
+    for (int64_t v0 = 0; v0 < vecs; v0 += job->npv) {
+        /* A narrower last group of vectors takes as many channels as its width allows. */
+        int64_t ow0 = v0 * vl;
+        int npv = vecs - v0 < job->npv ? (int)(vecs - v0) : job->npv;
+        int64_t mtiles = (cm + job->k->max_nm[npv] - 1) / job->k->max_nm[npv];
+        for (int64_t mt = 0; mt < mtiles; mt++) {
+            /* Balanced: tiles differ by at most one channel. */
+            int64_t m0 = m_lo + mt * cm / mtiles, nm = m_lo + (mt + 1) * cm / mtiles - m0;
+            int64_t mo = grp * g->mg + m0; /* channel of Y */
             size_t y_off = nhwc ? (size_t)((n * p->out_sp + row_px + ow0) * p->m + mo)
                                 : (size_t)((n * p->m + mo) * p->out_sp + row_px + ow0);
             cf_dsc_tile t = {
@@ -316,6 +327,7 @@ static void dsc_task(void *arg, size_t index)
     dsc_job *job = arg;
     float *slot = job->xs + index * job->slot;
     int64_t staged = -1; /* the band (unit / chunks) the slot holds */
+    memset(slot, 0, job->slot * sizeof(float));
     for (;;) {
         int64_t u = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
         if (u >= job->g->units)
@@ -325,36 +337,39 @@ static void dsc_task(void *arg, size_t index)
     }
 }
 
-/* Picks the widest tile (npv vectors, up to nm channels) by a cost per reduction step
- * summed over the tiles of one row and chunk: a tile issues nm * npv FMAs and loads
- * nm + npv vectors, and the core sustains about as many loads as FMAs per cycle (the
- * loop's scalar work issues alongside).  Channel runs are balanced (they differ by at
- * most one), and so are pixel runs: a row of 7 vectors takes one tile of 7 or tiles of
- * 4 + 3, never 6 + 1.  Ties go to the tile with more accumulators, which measured
- * faster (4 x 6 over 7 x 3 on the ResNet-50 and MobileNetV2 first layers). */
-static void dsc_choose_tile(const cf_dsc_kernels *k, const dsc_geom *g, int *npv_out, int *nm_out)
+/* Picks the tile width (npv vectors; a tile of a vectors takes up to max_nm[a]
+ * channels) by a cost per reduction step summed over the tiles of one row and chunk: a
+ * tile issues nm * npv FMAs and loads nm + npv vectors, and the core sustains about as
+ * many loads as FMAs per cycle (the loop's scalar work issues alongside).  Channel runs
+ * are balanced (they differ by at most one), and so are pixel runs: a row of 7 vectors
+ * takes one tile of 7 or tiles of 4 + 3, never 6 + 1.  Ties go to the tile with more
+ * accumulators, which measured faster (4 x 6 over 7 x 3 on the ResNet-50 and
+ * MobileNetV2 first layers). */
+static int dsc_choose_tile(const cf_dsc_kernels *k, const dsc_geom *g)
 {
     int64_t vecs = (g->s.out[2] + k->vl - 1) / k->vl;
     int64_t cm = (g->mg + g->nchunks - 1) / g->nchunks;
     int64_t best = -1, best_acc = 0;
+    int best_npv = 1;
     for (int npv = 1; npv <= CF_DSC_MAX_NPV && k->max_nm[npv] > 0; npv++) {
         int64_t tw = (vecs + npv - 1) / npv, nv = (vecs + tw - 1) / tw;
-        int64_t tm = (cm + k->max_nm[nv] - 1) / k->max_nm[nv];
         int64_t cost = 0;
-        for (int64_t v0 = 0; v0 < vecs; v0 += nv)
+        for (int64_t v0 = 0; v0 < vecs; v0 += nv) {
+            int64_t a = vecs - v0 < nv ? vecs - v0 : nv;
+            int64_t tm = (cm + k->max_nm[a] - 1) / k->max_nm[a];
             for (int64_t mt = 0; mt < tm; mt++) {
-                int64_t a = vecs - v0 < nv ? vecs - v0 : nv;
                 int64_t b = (mt + 1) * cm / tm - mt * cm / tm;
                 cost += a * b > a + b ? a * b : a + b;
             }
+        }
         int64_t acc = nv * k->max_nm[nv];
         if (best < 0 || cost < best || (cost == best && acc > best_acc)) {
             best = cost;
             best_acc = acc;
-            *npv_out = (int)nv;
-            *nm_out = k->max_nm[nv];
+            best_npv = (int)nv;
         }
     }
+    return best_npv;
 }
 
 static convfind_status dsc_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
@@ -377,21 +392,21 @@ static convfind_status dsc_execute(const cf_problem *p, const void *state, const
     }
 
     /* Reduction step (c, kd, kh, kw) reads the staged row of (c, kd) kh * dh rows below
-     * the band row, in phase (kw * dw) % sw from index (kw * dw) / sw on. */
+     * the band row, in phase e mod sw from index b + floor(e / sw) on (e = kw * dw - pw). */
     ptrdiff_t *tap = (ptrdiff_t *)(base + ws.tap);
     const cf_geom3 *s = &g.s;
     for (int64_t c = 0, t = 0; c < g.cg; c++)
         for (int64_t kd = 0; kd < s->k[0]; kd++)
             for (int64_t kh = 0; kh < s->k[1]; kh++)
                 for (int64_t kw = 0; kw < s->k[2]; kw++, t++) {
-                    int64_t wpos = kw * s->dil[2];
+                    int64_t e = kw * s->dil[2] - s->pad[2], q = dsc_floor_div(e, s->stride[2]);
                     tap[t] = (ptrdiff_t)(((c * s->k[0] + kd) * g.rows + kh * s->dil[1]) * g.rs +
-                                         (wpos % s->stride[2]) * g.wq + wpos / s->stride[2]);
+                                         (e - q * s->stride[2]) * g.wq + g.b + q);
                 }
 
     dsc_job job = {.p = p, .g = &g, .k = k, .a = a, .wp = wp, .tap = tap,
                    .xs = (float *)(base + ws.x), .slot = ws.slot};
-    dsc_choose_tile(k, &g, &job.npv, &job.nm);
+    job.npv = dsc_choose_tile(k, &g);
     atomic_init(&job.next, 0);
     int64_t tasks = cf_threadpool_size(a->pool);
     cf_parallel_for(a->pool, (size_t)(tasks < g.slots ? tasks : g.slots), dsc_task, &job);

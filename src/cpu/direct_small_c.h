@@ -12,10 +12,13 @@
  * Layouts:
  *   staged input  per task, the input rows of one band of output rows, for each input
  *                 channel of the group and each depth tap: [channel][kd][row][phase][wq],
- *                 zero-padded, each row split into `stride_w` phases (padded position
- *                 wp = iw + pad goes to phase wp % stride_w, index wp / stride_w), so
- *                 that for every kernel tap the VL output pixels of a vector read VL
- *                 consecutive floats.
+ *                 each row split into `stride_w` phases (input pixel iw goes to phase
+ *                 iw % stride_w, index b + iw / stride_w, after a left margin of b
+ *                 zeros, a multiple of 16 that covers the padding), so that for every
+ *                 kernel tap the VL output pixels of a vector read VL consecutive floats.
+ *                 The slot is zeroed once per execution and staging writes only pixels
+ *                 (and zeros where a row is shorter than its last vector), so the
+ *                 padding around them stays zero without being written again.
  *   packed weights [group][input channel][tap][output channel of the group]: the
  *                 weights of one (channel, tap) for consecutive output channels are
  *                 adjacent, so a tile broadcasts them from one cache line.  The layout
@@ -68,11 +71,12 @@ typedef struct cf_dsc_kernels {
      * for the register file); never increasing with npv. */
     int max_nm[CF_DSC_MAX_NPV + 1];
     void (*tile)(const cf_dsc_tile *t, const cf_dsc_store *s);
-    /* One phase of `rows` staged rows, row r at dst + r * dst_row (64-byte aligned):
-     * dst[q] = src[r * src_row + (q - lo) * step] for q in [lo, hi), 0 for the other q
-     * in [0, wr); may write zeros up to the next multiple of VL.  src NULL: zero rows. */
-    void (*stage)(float *dst, ptrdiff_t dst_row, int64_t rows, int64_t lo, int64_t hi,
-                  int64_t wr, const float *src, ptrdiff_t src_row, ptrdiff_t step);
+    /* `rows` input rows, row r of w pixels at src + r * src_row (pixels `step` floats
+     * apart), into staged rows at dst + r * dst_row (64-byte aligned, sw phases of wq
+     * floats, pixels from index b on); src NULL: zero rows (direct_small_c_kernels.h). */
+    void (*stage)(float *dst, ptrdiff_t dst_row, int64_t rows, const float *src,
+                  ptrdiff_t src_row, int64_t w, ptrdiff_t step, int64_t sw, int64_t wq,
+                  int64_t b);
 } cf_dsc_kernels;
 
 extern const cf_dsc_kernels cf_dsc_avx512, cf_dsc_avx2, cf_dsc_portable;

@@ -212,62 +212,84 @@ static void dsc_tile(const cf_dsc_tile *t, const cf_dsc_store *s)
     }
 }
 
-/* d[q] = 0 for q in [from, to), in whole vectors from the first multiple of VL on: d
- * has room up to the next multiple of VL past `to`. */
-static inline void dsc_zero(float *d, int64_t from, int64_t to)
+/* The even and odd lanes of p[0 .. 2 VL): one pass over the floats for both phases of a
+ * stride-2 row (cpu/simd.h's cf_vload_even gives one phase per pass). */
+static inline void dsc_split2(const float *p, cf_vf *even, cf_vf *odd)
 {
-    for (; from % CF_VL && from < to; from++)
-        d[from] = 0.0f;
-    for (; from < to; from += CF_VL)
-        cf_vstore(d + from, cf_vzero());
+#if defined(CF_SIMD_AVX512)
+    const __m512i ie = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
+                                         28, 30);
+    const __m512i io = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
+                                         29, 31);
+    cf_vf a = cf_vload(p), b = cf_vload(p + CF_VL);
+    *even = _mm512_permutex2var_ps(a, ie, b);
+    *odd = _mm512_permutex2var_ps(a, io, b);
+#elif defined(CF_SIMD_AVX2)
+    cf_vf a = cf_vload(p), b = cf_vload(p + CF_VL);
+    __m256 e = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    __m256 o = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
+    *even = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(e), _MM_SHUFFLE(3, 1, 2, 0)));
+    *odd = _mm256_castpd_ps(
+        _mm256_permute4x64_pd(_mm256_castps_pd(o), _MM_SHUFFLE(3, 1, 2, 0)));
+#else
+    for (int l = 0; l < CF_VL; l++) {
+        (*even)[l] = p[2 * l];
+        (*odd)[l] = p[2 * l + 1];
+    }
+#endif
 }
 
-/* src[(q - lo) * step] for lanes q in [q0 + a, q0 + b), the other lanes 0; steps 1 and 2
- * read only those lanes' floats. */
-static inline cf_vf dsc_lanes(const float *src, int64_t q0, int64_t lo, ptrdiff_t step, int a,
-                              int b)
+/* Stages `rows` input rows (row r at src + r * src_row, w pixels `step` floats apart)
+ * into the slot's layout (direct_small_c.h): phase ph of row r, at dst + r * dst_row +
+ * ph * wq, gets pixel q * sw + ph at index b + q.  Only pixels are written, plus zeros
+ * in the rest of the last vector that holds some (a row's whole vectors are b, b + VL,
+ * ... up to b + ceil(w / sw) rounded up to VL, for every row and phase alike); every
+ * other float of a phase is zero from the slot's clearing and never written, which is
+ * what makes the padding free.  src NULL: the rows (all sw * wq floats) are zeroed, for
+ * input rows outside the image.  When consecutive floats of the row alternate at most
+ * between two phases (step * sw of 1 or 2: NCHW at stride 1 or 2, NHWC with one or two
+ * channels at stride 1) the row goes in whole vectors, one read of step * sw * VL floats
+ * per vector of each phase (both phases of a stride-2 row from one read), the last one
+ * through a zero-filled copy so that nothing past the row is read; any other row goes
+ * one float at a time. */
+static void dsc_stage(float *dst, ptrdiff_t dst_row, int64_t rows, const float *src,
+                      ptrdiff_t src_row, int64_t w, ptrdiff_t step, int64_t sw, int64_t wq,
+                      int64_t b)
 {
-    const float *p = src + (q0 - lo) * step; /* may point before the row: lanes < a unread */
-    return step == 1 ? cf_vload_lanes(p, a, b) : cf_vload_even_lanes(p, a, b);
-}
-
-/* Per row, in whole vectors aligned with dst (64-byte aligned rows with room up to the
- * next multiple of VL past wr): zeros, the copy, zeros.  Steps 1 (contiguous) and 2
- * (even lanes) load a vector at a time, masked in the vectors that hold a row end, so
- * that nothing outside the row's source floats is read; any other step goes one float
- * at a time. */
-static void dsc_stage(float *dst, ptrdiff_t dst_row, int64_t rows, int64_t lo, int64_t hi,
-                      int64_t wr, const float *src, ptrdiff_t src_row, ptrdiff_t step)
-{
-    if (!src)
-        lo = hi = wr;
+    int64_t period = step * sw, nf = (w - 1) * step + 1; /* floats from the first pixel */
+    int64_t blk = period * CF_VL, nb = src ? (nf + blk - 1) / blk : 0;
     for (int64_t r = 0; r < rows; r++, dst += dst_row) {
-        const float *sr = src ? src + r * src_row : NULL; /* the source of index lo */
-        if (lo == hi || (step != 1 && step != 2)) {
-            dsc_zero(dst, 0, lo); /* may zero past lo: the copy comes after */
-            for (int64_t q = lo; q < hi; q++)
-                dst[q] = sr[(q - lo) * step];
-            dsc_zero(dst, hi, wr);
+        if (!src) {
+            for (int64_t q = 0; q < sw * wq; q += CF_VL)
+                cf_vstore(dst + q, cf_vzero());
             continue;
         }
-        int64_t q = lo / CF_VL * CF_VL;
-        dsc_zero(dst, 0, q);
-        /* The first vector, masked below lo and at or past hi. */
-        int b = hi - q < CF_VL ? (int)(hi - q) : CF_VL;
-        cf_vstore(dst + q, dsc_lanes(sr, q, lo, step, (int)(lo - q), b));
-        q += CF_VL;
-        /* Whole vectors; cf_vload_even reads 2 VL floats, one past the last lane kept. */
-        if (step == 1)
-            for (; q + CF_VL <= hi; q += CF_VL)
-                cf_vstore(dst + q, cf_vload(sr + (q - lo)));
-        else
-            for (; q + CF_VL < hi; q += CF_VL)
-                cf_vstore(dst + q, cf_vload_even(sr + 2 * (q - lo)));
-        if (q < hi) {
-            cf_vstore(dst + q, dsc_lanes(sr, q, lo, step, 0, (int)(hi - q)));
-            q += CF_VL;
+        const float *x = src + r * src_row;
+        float *d0 = dst + b;
+        if (period > 2) {
+            for (int64_t iw = 0; iw < w; iw++)
+                d0[iw % sw * wq + iw / sw] = x[iw * step];
+            continue;
         }
-        dsc_zero(dst, q, wr);
+        for (int64_t j = 0; j < nb; j++) {
+            const float *xp = x + j * blk;
+            float t[2 * CF_VL];
+            if (nf - j * blk < blk) {
+                memset(t, 0, sizeof t);
+                memcpy(t, xp, (size_t)(nf - j * blk) * sizeof(float));
+                xp = t;
+            }
+            if (period == 1) {
+                cf_vstore(d0 + j * CF_VL, cf_vload(xp));
+                continue;
+            }
+            cf_vf e, o;
+            dsc_split2(xp, &e, &o);
+            cf_vstore(d0 + j * CF_VL, e);
+            if (sw == 2)
+                cf_vstore(d0 + wq + j * CF_VL, o);
+        }
     }
 }
 

@@ -322,6 +322,11 @@ static void plane_max(const cf_problem *p, float *mag)
     free(mx);
 }
 
+/* Floats by which check_problem's y and z start past their allocations (malloc's
+ * 16-byte alignment otherwise): set by tests of rows that start anywhere in a cache
+ * line. */
+static size_t out_offset;
+
 /* Largest err / allowed over one problem; fails at the first element beyond the bound. */
 static double check_problem(const family *f, const cf_algo *algo, const tconv *t, rng *r,
                             cf_threadpool *pool, bool use_packed)
@@ -331,9 +336,10 @@ static double check_problem(const family *f, const cf_algo *algo, const tconv *t
         fail_msg("%s is not applicable to a problem its generator made", f->algo);
     float *x = random_floats(r, p->x_elems), *w = random_floats(r, p->w_elems);
     float *b = t->bias ? random_floats(r, (size_t)p->m) : NULL;
-    float *z = t->residual ? random_floats(r, p->y_elems) : NULL;
+    float *z = t->residual ? random_floats(r, p->y_elems + out_offset) + out_offset : NULL;
     float *ref = random_floats(r, p->y_elems), *mag = random_floats(r, p->y_elems);
-    float *y = random_floats(r, p->y_elems); /* garbage: every element must be written */
+    /* garbage: every element must be written */
+    float *y = random_floats(r, p->y_elems + out_offset) + out_offset;
 
     cf_exec_args ra = {.x = x, .w = w, .b = b, .z = z, .y = ref, .pool = pool};
     assert_int_equal(cf_algo_cpu_reference.execute(p, NULL, &ra), CONVFIND_OK);
@@ -387,7 +393,8 @@ static double check_problem(const family *f, const cf_algo *algo, const tconv *t
     if (algo->release)
         algo->release(state);
     free(ws);
-    free(x), free(w), free(b), free(z), free(ref), free(mag), free(y);
+    free(x), free(w), free(b), free(z ? z - out_offset : NULL), free(ref), free(mag);
+    free(y - out_offset);
     free(xa), free(wa), free(ba), free(za);
     convfind_problem_destroy(p);
     return worst;
@@ -682,6 +689,63 @@ static void test_direct_small_c_small_workspace(void **state)
     check_small_workspace(direct_small_c.algo, gen_small_c);
 }
 
+/* cpu.direct_small_c's staging at the ends of a row: input widths around its blocks
+ * of 16 and 32 floats (stride 1 and 2 rows are copied in whole vectors, a partial last
+ * one through a zero-padded copy, and the zeros around them are written only once per
+ * execution), strides 1 to 3, begin pads 0, 1, 2 and 20 (a left margin of 32 zeros),
+ * end pads that differ from them, dilation 1 and 2, NCHW and NHWC with 1 to 3 channels
+ * (NHWC rows of one or two channels also go in whole vectors), at every ISA level;
+ * Y and the residual start 0 to 15 floats past a 16-byte boundary, so that rows start
+ * anywhere in a cache line, as a caller's buffers may. */
+static void test_direct_small_c_row_edges(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_registry_find(direct_small_c.algo);
+    assert_non_null(algo);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    static const int64_t widths[] = {1, 2, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 224};
+    static const int64_t pads[] = {0, 1, 2, 20};
+    int runs = 0;
+    for (int level = CF_ISA_PORTABLE; level <= (int)cf_isa_machine(); level++) {
+        assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+        rng r = {0x5eedull ^ (uint64_t)level};
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+            for (int64_t st = 1; st <= 3; st++)
+                for (size_t pi = 0; pi < sizeof pads / sizeof pads[0]; pi++)
+                    for (int nhwc = 0; nhwc < 2; nhwc++) {
+                        tconv t;
+                        memset(&t, 0, sizeof t);
+                        t.nsp = 2;
+                        t.n = t.g = 1;
+                        t.c = 1 + (int64_t)(wi + pi + (size_t)st) % 3;
+                        t.m = 1 + (int64_t)(wi * 5 + pi) % 31;
+                        t.in[0] = 5, t.k[0] = 3, t.s[0] = 2, t.d[0] = 1, t.pb[0] = t.pe[0] = 1;
+                        t.in[1] = widths[wi];
+                        t.k[1] = pads[pi] == 20 ? 11 : 3;
+                        t.s[1] = st;
+                        t.d[1] = pads[pi] == 20 || st == 3 ? 2 : 1;
+                        t.pb[1] = pads[pi];
+                        t.pe[1] = pads[pi] / 2;
+                        if (t.in[1] + t.pb[1] + t.pe[1] < (t.k[1] - 1) * t.d[1] + 1)
+                            continue; /* no output */
+                        t.in[2] = t.k[2] = t.s[2] = t.d[2] = 1;
+                        t.layout = nhwc ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
+                        t.bias = true;
+                        t.residual = runs % 2;
+                        t.act = CONVFIND_ACT_RELU;
+                        out_offset = (size_t)runs % 16;
+                        check_problem(&direct_small_c, algo, &t, &r, runs % 2 ? pool : NULL,
+                                      runs % 3 != 0);
+                        runs++;
+                    }
+    }
+    out_offset = 0;
+    print_message("cpu.direct_small_c row edges: %d problems\n", runs);
+    cf_isa_unforce();
+    cf_threadpool_destroy(pool);
+}
+
 /* Up to 8 input channels per group, not depthwise; Conv, f32 only. */
 static void test_direct_small_c_applicability(void **state)
 {
@@ -732,6 +796,7 @@ int main(void)
         cmocka_unit_test(test_direct_small_c_random),
         cmocka_unit_test(test_direct_small_c_packed_across_levels),
         cmocka_unit_test(test_direct_small_c_small_workspace),
+        cmocka_unit_test(test_direct_small_c_row_edges),
         cmocka_unit_test(test_direct_small_c_applicability),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
