@@ -74,25 +74,19 @@ DBK_INLINE void dbk_store_act(const cf_dbk_store *s, const float *buf, int nb, i
     }
 }
 
-#define DBK_STORE_CASE(a)                                                                  \
-    case a:                                                                                \
-        dbk_store_act(s, buf, nb, np, a);                                                  \
-        return;
+#define DBK_STORE_ACT(a) dbk_store_act(s, buf, nb, np, a)
 
 static void dbk_store(const cf_dbk_store *s, const float *buf, int nb, int np)
 {
     switch (s->p->act) {
-        DBK_STORE_CASE(CONVFIND_ACT_RELU)
-        DBK_STORE_CASE(CONVFIND_ACT_LEAKY_RELU)
-        DBK_STORE_CASE(CONVFIND_ACT_CLIP)
-        DBK_STORE_CASE(CONVFIND_ACT_SIGMOID)
-        DBK_STORE_CASE(CONVFIND_ACT_TANH)
-        DBK_STORE_CASE(CONVFIND_ACT_HARD_SIGMOID)
-    default:
-        dbk_store_act(s, buf, nb, np, CONVFIND_ACT_NONE);
+        CF_VACT_CASES(DBK_STORE_ACT, return)
+    default: /* sigmoid, tanh: per lane through libm whatever the instance */
+        dbk_store_act(s, buf, nb, np, s->p->act);
         return;
     }
 }
+
+#undef DBK_STORE_ACT
 
 /* Computes the tile's sums, then stores them through the epilogue. */
 DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int nb, const int np)

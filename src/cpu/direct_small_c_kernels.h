@@ -153,25 +153,13 @@ DSC_INLINE void dsc_run(const cf_dsc_tile *t, const cf_dsc_store *s, const int n
             }
         }
 
+#define DSC_STORE_REGS(a) dsc_store_regs(&row, acc, nm, npv, tail, a)
         switch (inline_act) {
-        case CONVFIND_ACT_NONE:
-            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_NONE);
-            continue;
-        case CONVFIND_ACT_RELU:
-            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_RELU);
-            continue;
-        case CONVFIND_ACT_LEAKY_RELU:
-            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_LEAKY_RELU);
-            continue;
-        case CONVFIND_ACT_CLIP:
-            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_CLIP);
-            continue;
-        case CONVFIND_ACT_HARD_SIGMOID:
-            dsc_store_regs(&row, acc, nm, npv, tail, CONVFIND_ACT_HARD_SIGMOID);
-            continue;
+            CF_VACT_CASES(DSC_STORE_REGS, continue)
         default:
             break;
         }
+#undef DSC_STORE_REGS
         /* Through a buffer: the epilogue's sigmoid and tanh call libm, and a call inside
          * this function would make the compiler keep the accumulators in memory. */
         float buf[DSC_MAX_ACC * CF_VL] __attribute__((aligned(64)));

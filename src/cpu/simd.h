@@ -301,6 +301,23 @@ static inline cf_vf cf_vload_even_lanes(const float *p, int lo, int hi)
 }
 #endif
 
+/* The cases of a switch on a convfind_activation for the activations cf_vactivate()
+ * computes in registers, each running CALL(act) with the activation as a compile-time
+ * constant and then AFTER (break, continue, return).  Kernels that apply the epilogue to
+ * accumulators still in registers switch once per tile on these, so that no branch on
+ * the activation sits inside their unrolled loops; the others (sigmoid, tanh: libm
+ * calls) are theirs to handle in the switch's default. */
+#define CF_VACT_CASE(a, CALL, AFTER)                                                       \
+    case a:                                                                                \
+        CALL(a);                                                                           \
+        AFTER;
+#define CF_VACT_CASES(CALL, AFTER)                                                         \
+    CF_VACT_CASE(CONVFIND_ACT_NONE, CALL, AFTER)                                           \
+    CF_VACT_CASE(CONVFIND_ACT_RELU, CALL, AFTER)                                           \
+    CF_VACT_CASE(CONVFIND_ACT_LEAKY_RELU, CALL, AFTER)                                     \
+    CF_VACT_CASE(CONVFIND_ACT_CLIP, CALL, AFTER)                                           \
+    CF_VACT_CASE(CONVFIND_ACT_HARD_SIGMOID, CALL, AFTER)
+
 /* The problem's activation applied to every lane; identical to cf_activate() per lane. */
 static inline cf_vf cf_vactivate(cf_vf v, convfind_activation act, float alpha, float beta)
 {
