@@ -37,7 +37,8 @@ struct cf_threadpool {
     atomic_ulong generation;    /* written under `lock`; also polled without it */
     bool shutdown;
     bool open;                  /* the current job still admits workers */
-    int active;                 /* workers that joined the current job and are in it */
+    atomic_int active;          /* workers that joined the current job and are in it;
+                                 * written under `lock`, also polled without it */
 
     cf_task_fn fn;
     void *arg;
@@ -76,6 +77,20 @@ static void spin_for_next_job(cf_threadpool *pool, unsigned long seen)
         if (i % 256 == 0 && elapsed_ns(&start) > CF_POOL_SPIN_NS)
             return;
     }
+}
+
+/* Polls until the workers that joined the job have left it or the spin time is over.
+ * The threads of a job finish a few microseconds apart; sleeping on `done` at once adds
+ * a futex wake-up (tens of microseconds on a loaded machine) to every job the caller
+ * finishes first.  At 2 threads that was up to 10% of the median time of MobileNetV2's
+ * 1x1 layers (20 to 90 us) and 1 to 4% of ResNet-50's (0.2 to 0.5 ms). */
+static void spin_for_workers(cf_threadpool *pool)
+{
+    struct timespec start;
+    clock_gettime(CLOCK_MONOTONIC, &start);
+    for (unsigned i = 1; atomic_load_explicit(&pool->active, memory_order_relaxed) > 0; i++)
+        if (i % 256 == 0 && elapsed_ns(&start) > CF_POOL_SPIN_NS)
+            return;
 }
 
 static void *worker_main(void *opaque)
@@ -126,6 +141,7 @@ convfind_status cf_threadpool_create(int num_threads, cf_threadpool **out)
     pthread_cond_init(&pool->done, NULL);
     atomic_init(&pool->next, 0);
     atomic_init(&pool->generation, 0);
+    atomic_init(&pool->active, 0);
     if (num_threads > 1) {
         pool->workers = calloc((size_t)num_threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
@@ -184,6 +200,7 @@ void cf_parallel_for(cf_threadpool *pool, size_t count, cf_task_fn fn, void *arg
 
     run_indices(pool);
 
+    spin_for_workers(pool);
     pthread_mutex_lock(&pool->lock);
     pool->open = false;
     while (pool->active > 0)

@@ -390,6 +390,24 @@ static void half_panel_blocks_body(cf_threadpool *pool)
     }
 }
 
+/* Two threads where the larger dimension's panels (and half panels) do not split evenly,
+ * so that both dimensions are split (a grid of tasks), at every level: 392 columns (13
+ * panels of 32 and 25 halves; 25 panels of 16 and 49 halves) over 48 rows, and 100 rows
+ * (13, 17 or 25 panels of 8, 6 or 4) over 64 columns. */
+static void grid_split_body(cf_threadpool *pool)
+{
+    static const size_t shapes[][2] = {{48, 392}, {100, 64}};
+    for (size_t i = 0; i < sizeof shapes / sizeof shapes[0]; i++) {
+        gemm_case t = {.m = shapes[i][0], .n = shapes[i][1], .k = 40, .bias = true,
+                       .act = CONVFIND_ACT_RELU};
+        check_case(&t, pool);
+        t.trans_c = true;
+        t.accumulate = true;
+        t.residual = true;
+        check_case(&t, pool);
+    }
+}
+
 static void test_threaded(void **state)
 {
     (void)state;
@@ -403,6 +421,7 @@ static void test_threaded(void **state)
      * inside a panel (half panels), C plain and column-major. */
     assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
     for_each_level(half_panel_blocks_body, pool);
+    for_each_level(grid_split_body, pool);
     cf_threadpool_destroy(pool);
 }
 
