@@ -140,6 +140,28 @@ trans_store(const bool late, const bool full, const int rows, const __m512 s[8],
     }
 }
 
+/* The first two steps of a transpose, for `groups` groups of 4 row vectors (a compile-time
+ * constant): out[4g + q] holds, in each 128-bit lane L, rows 4g..4g+3 of column 4L + q.
+ * What is left is moving 128-bit lanes between the groups, which the 8- and 16-row
+ * stores below do each their own way. */
+static inline __attribute__((always_inline)) void
+transpose_4x4_lanes(const __m512 *r, __m512 *out, const int groups)
+{
+    __m512 t[16];
+#pragma GCC unroll 8
+    for (int i = 0; i < 2 * groups; i++) {
+        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+    }
+#pragma GCC unroll 4
+    for (int g = 0; g < groups; g++)
+#pragma GCC unroll 2
+        for (int i = 0; i < 2; i++) {
+            out[4 * g + 2 * i] = _mm512_shuffle_ps(t[4 * g + i], t[4 * g + 2 + i], 0x44);
+            out[4 * g + 2 * i + 1] = _mm512_shuffle_ps(t[4 * g + i], t[4 * g + 2 + i], 0xee);
+        }
+}
+
 /* Column-major C (tile_ep.trans): the 8 row vectors of columns 16h..16h+15 transposed in
  * registers into 16 columns of 8 rows, two columns per zmm (lanes 0-7 and 8-15), each
  * stored as `rows` (7 or 8) contiguous floats.  Columns at or past ncols are not touched.
@@ -155,20 +177,9 @@ finish_trans(const int rows, __m512 v[8], int h, float *c, size_t ldc, size_t nc
     const bool late = ep->accumulate || ep->z;
     if (!late)
         epilogue_rows(rows, v, h, ncols, ep);
-    __m512 t[8], s[8];
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(v[2 * i], v[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(v[2 * i], v[2 * i + 1]);
-    }
     /* s[q] (rows 0-3) and s[4 + q] (rows 4-7): in 128-bit lane L, column 4L + q. */
-#pragma GCC unroll 2
-    for (int g = 0; g < 2; g++)
-#pragma GCC unroll 2
-        for (int i = 0; i < 2; i++) {
-            s[4 * g + 2 * i] = _mm512_shuffle_ps(t[4 * g + i], t[4 * g + 2 + i], 0x44);
-            s[4 * g + 2 * i + 1] = _mm512_shuffle_ps(t[4 * g + i], t[4 * g + 2 + i], 0xee);
-        }
+    __m512 s[8];
+    transpose_4x4_lanes(v, s, 2);
     if (late)
         trans_store(true, false, rows, s, h, c, ldc, ncols, ep);
     else if (ncols >= 16 * (size_t)h + 16)
@@ -190,20 +201,9 @@ finish_trans14(__m512 r[16], int h, float *c, size_t ldc, size_t ncols,
     if (!late)
         epilogue_rows(14, r, h, ncols, ep);
     r[14] = r[15] = _mm512_setzero_ps();
-    __m512 t[16], u[16];
-#pragma GCC unroll 8
-    for (int i = 0; i < 8; i++) {
-        t[2 * i] = _mm512_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-        t[2 * i + 1] = _mm512_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-    }
     /* u[4g + q]: in 128-bit lane L, rows 4g..4g+3 of column 4L + q. */
-#pragma GCC unroll 4
-    for (int g = 0; g < 4; g++) {
-        u[4 * g + 0] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0x44);
-        u[4 * g + 1] = _mm512_shuffle_ps(t[4 * g], t[4 * g + 2], 0xee);
-        u[4 * g + 2] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0x44);
-        u[4 * g + 3] = _mm512_shuffle_ps(t[4 * g + 1], t[4 * g + 3], 0xee);
-    }
+    __m512 u[16];
+    transpose_4x4_lanes(r, u, 4);
     const __mmask16 rmask = 0x3fff;
     const __m512 brow = late && ep->bias_row ? _mm512_maskz_loadu_ps(rmask, ep->bias_row)
                                              : _mm512_setzero_ps();
