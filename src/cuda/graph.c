@@ -653,6 +653,8 @@ int cf_cudnn_knob_neighbors(cudnnHandle_t handle, const cf_problem *p, const cf_
         }
     }
 done:
+    /* A refusal (st) only ends the search: the neighbours found before it are offered,
+     * and a Find without them is still a valid Find. */
     (void)st;
     for (int i = 0; i < CF_CUDNN_MAX_KNOBS; i++)
         destroy(&info[i]);
