@@ -122,7 +122,11 @@ typedef enum convfind_activation {
 } convfind_activation;
 
 /* Math policy: whether a backend may use reduced-precision arithmetic internally.
- * Part of the decision key: a decision made under one policy never serves another. */
+ * Part of the decision key: a decision made under one policy never serves another.
+ * Under STRICT a GPU Find that validates may choose a "split" configuration, which
+ * computes f32 products as three tensor-core products of TF32 parts (3xTF32) and is
+ * accepted only within 1e-5 normwise relative error of the reference (docs/cuda.md);
+ * the environment variable CONVFIND_CUDNN_SPLIT=0 rules those out. */
 typedef enum convfind_math_mode {
     CONVFIND_MATH_STRICT = 0,      /* fp32 arithmetic for fp32 data */
     CONVFIND_MATH_ALLOW_TF32 = 1   /* tensor-core TF32 allowed (GPU) */

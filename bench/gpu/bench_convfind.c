@@ -73,40 +73,12 @@ static void show_candidates(convfind_context *ctx, const convfind_problem *p, in
                r[i].status == CONVFIND_CANDIDATE_OK ? "ok" : "not-timed", r[i].median_ms);
 }
 
-static void desc_of(const bl_layer *l, int n, convfind_dtype dt, convfind_math_mode mm,
-                    convfind_layout layout, convfind_conv_desc *d)
-{
-    convfind_conv_desc_init(d);
-    d->dtype = dt;
-    d->math_mode = mm;
-    d->layout = layout;
-    d->x_rank = d->w_rank = 4;
-    int64_t xd[4] = {n, l->c, l->h, l->w}, wd[4] = {l->k, l->c / l->group, l->r, l->s};
-    memcpy(d->x_dims, xd, sizeof xd);
-    memcpy(d->w_dims, wd, sizeof wd);
-    d->group = l->group;
-    d->strides.count = d->dilations.count = 2;
-    d->strides.v[0] = l->stride_h;
-    d->strides.v[1] = l->stride_w;
-    d->dilations.v[0] = l->dil_h;
-    d->dilations.v[1] = l->dil_w;
-    d->pads.count = 4;
-    d->pads.v[0] = d->pads.v[2] = l->pad_h;
-    d->pads.v[1] = d->pads.v[3] = l->pad_w;
-}
-
 int main(int argc, char **argv)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: %s layers.csv fp32|tf32|fp16 N [find budget s]\n", argv[0]);
-        return 2;
-    }
     static bl_layer layers[BL_MAX_LAYERS];
-    int nl = bl_read(argv[1], layers);
-    if (nl <= 0) {
-        fprintf(stderr, "cannot read layers from %s\n", argv[1]);
+    const int nl = bl_args(argc, argv, 4, "layers.csv fp32|tf32|fp16 N [find budget s]", layers);
+    if (nl < 0)
         return 2;
-    }
     const char *prec = argv[2];
     const int n = atoi(argv[3]);
     const convfind_dtype dt = strcmp(prec, "fp16") == 0 ? CONVFIND_DTYPE_F16 : CONVFIND_DTYPE_F32;
@@ -139,7 +111,7 @@ int main(int argc, char **argv)
         double total = 0, find_s = 0;
         for (int i = 0; i < nl; i++) {
             convfind_conv_desc d;
-            desc_of(&layers[i], n, dt, mm, layout, &d);
+            bl_desc(&layers[i], n, dt, mm, layout, &d);
             convfind_problem *p;
             check(convfind_problem_create(&d, &p), layers[i].name);
             size_t nx, nw, ny;

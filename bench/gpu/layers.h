@@ -1,13 +1,15 @@
 /*
  * layers.h - the layer table of the GPU benchmarks: one row of a network's
  * convolutions CSV (name,count,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,
- * group; see data/resnet50_convs.csv), shared by bench_convfind.c and legacy_find.c.
+ * group; see data/resnet50_convs.csv) and its descriptor, shared by the GPU benchmarks.
  */
 #ifndef CONVFIND_BENCH_GPU_LAYERS_H
 #define CONVFIND_BENCH_GPU_LAYERS_H
 
 #include <stdio.h>
 #include <string.h>
+
+#include "convfind.h"
 
 #define BL_MAX_LAYERS 256
 
@@ -37,6 +39,45 @@ static inline int bl_read(const char *path, bl_layer *out)
     }
     fclose(f);
     return n;
+}
+
+/* A benchmark's command line: the layers of the CSV in argv[1] into out.  Prints the
+ * usage (`args` after the program's name) when there are fewer than min_argc arguments,
+ * or why the file gave no layers, and returns -1 then; else the number of layers. */
+static inline int bl_args(int argc, char **argv, int min_argc, const char *args,
+                          bl_layer *out)
+{
+    if (argc < min_argc) {
+        fprintf(stderr, "usage: %s %s\n", argv[0], args);
+        return -1;
+    }
+    int n = bl_read(argv[1], out);
+    if (n <= 0)
+        fprintf(stderr, "cannot read layers from %s\n", argv[1]);
+    return n > 0 ? n : -1;
+}
+
+/* The descriptor of layer l at batch n (pads symmetric, as the CSV gives them). */
+static inline void bl_desc(const bl_layer *l, int n, convfind_dtype dt, convfind_math_mode mm,
+                           convfind_layout layout, convfind_conv_desc *d)
+{
+    convfind_conv_desc_init(d);
+    d->dtype = dt;
+    d->math_mode = mm;
+    d->layout = layout;
+    d->x_rank = d->w_rank = 4;
+    int64_t xd[4] = {n, l->c, l->h, l->w}, wd[4] = {l->k, l->c / l->group, l->r, l->s};
+    memcpy(d->x_dims, xd, sizeof xd);
+    memcpy(d->w_dims, wd, sizeof wd);
+    d->group = l->group;
+    d->strides.count = d->dilations.count = 2;
+    d->strides.v[0] = l->stride_h;
+    d->strides.v[1] = l->stride_w;
+    d->dilations.v[0] = l->dil_h;
+    d->dilations.v[1] = l->dil_w;
+    d->pads.count = 4;
+    d->pads.v[0] = d->pads.v[2] = l->pad_h;
+    d->pads.v[1] = d->pads.v[3] = l->pad_w;
 }
 
 #endif /* CONVFIND_BENCH_GPU_LAYERS_H */

@@ -51,16 +51,10 @@ static int cmp(const void *a, const void *b)
 
 int main(int argc, char **argv)
 {
-    if (argc < 4) {
-        fprintf(stderr, "usage: %s layers.csv fp32|tf32|fp16 N\n", argv[0]);
-        return 2;
-    }
     static bl_layer layers[BL_MAX_LAYERS];
-    int nl = bl_read(argv[1], layers);
-    if (nl <= 0) {
-        fprintf(stderr, "cannot read %s\n", argv[1]);
+    const int nl = bl_args(argc, argv, 4, "layers.csv fp32|tf32|fp16 N", layers);
+    if (nl < 0)
         return 2;
-    }
     const char *prec = argv[2];
     const int n = atoi(argv[3]);
     const bool half = strcmp(prec, "fp16") == 0;

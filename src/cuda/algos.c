@@ -31,21 +31,24 @@ static size_t round_up(size_t v)
 }
 
 /* Buffers around the engine, which runs problem q (cf_cudnn_engine_problem of the
- * caller's p): X and Y in its layout when that is not the caller's, W with channels last
- * when the engine runs NHWC (W is always given in ONNX layout), and for a padded
- * configuration X's window (Conv) or the full Y before its window (ConvTranspose), in
- * the caller's layout.  Swapping an axis with one of size 1 moves nothing (a 1x1
- * kernel's W, a 1x1 image), so those use the caller's buffer as it is. */
+ * caller's p, before a split): X and Y in its layout when that is not the caller's, W
+ * with channels last when the engine runs NHWC (W is always given in ONNX layout), for
+ * a padded configuration X's window (Conv) or the full Y before its window
+ * (ConvTranspose), in the caller's layout, and for a split one X3 and W3 (graph.h).
+ * Swapping an axis with one of size 1 moves nothing (a 1x1 kernel's W, a 1x1 image), so
+ * those use the caller's buffer as it is. */
 typedef struct layout_plan {
-    cf_problem q;              /* what the engine computes */
-    bool swap_x, swap_y, swap_w, window_x, window_y;
+    cf_problem q;              /* what the engine computes, before a split */
+    bool swap_x, swap_y, swap_w, window_x, window_y, split;
     int64_t w_outer, w_inner;  /* W as [w_outer][w_inner][k_sp] */
-    size_t x_bytes, w_bytes, y_bytes, wx_bytes, wy_bytes;
+    size_t x_bytes, w_bytes, y_bytes, wx_bytes, wy_bytes, x3_bytes, w3_bytes;
 } layout_plan;
 
 static void layout_of(const cf_problem *p, const cf_cudnn_config *c, layout_plan *lp)
 {
-    cf_cudnn_engine_problem(p, c->padded, &lp->q);
+    cf_cudnn_config plain = *c;
+    plain.split = false;
+    cf_cudnn_engine_problem(p, &plain, &lp->q);
     const cf_problem *q = &lp->q;
     const size_t e = cf_dtype_size(p->dtype);
     const bool other = c->layout != p->layout;
@@ -62,11 +65,37 @@ static void layout_of(const cf_problem *p, const cf_cudnn_config *c, layout_plan
     lp->w_bytes = lp->swap_w ? round_up(p->w_elems * e) : 0;
     lp->wx_bytes = lp->window_x ? round_up(q->x_elems * e) : 0;
     lp->wy_bytes = lp->window_y ? round_up(q->y_elems * e) : 0;
+    lp->split = c->split;
+    lp->x3_bytes = c->split ? round_up(3 * q->x_elems * e) : 0;
+    lp->w3_bytes = c->split ? round_up(3 * q->w_elems * e) : 0;
 }
 
 static size_t staging_bytes(const layout_plan *lp)
 {
-    return lp->x_bytes + lp->y_bytes + lp->w_bytes + lp->wx_bytes + lp->wy_bytes;
+    return lp->x_bytes + lp->y_bytes + lp->w_bytes + lp->wx_bytes + lp->wy_bytes +
+           lp->x3_bytes + lp->w3_bytes;
+}
+
+/* X3 or W3 of a split configuration from X or W in the engine's layout (graph.h): the
+ * channels of each group are the middle axis. */
+static int split_x(const layout_plan *lp, convfind_layout layout, const void *x, void *x3,
+                   void *stream)
+{
+    const cf_problem *q = &lp->q;
+    const int64_t cg = cf_cin_per_group(q);
+    return layout == CONVFIND_LAYOUT_NHWC
+               ? cf_cuda_split_tf32(x, x3, q->n * q->in_sp * q->group, cg, 1, 4u, stream)
+               : cf_cuda_split_tf32(x, x3, q->n * q->group, cg, q->in_sp, 4u, stream);
+}
+
+static int split_w(const layout_plan *lp, convfind_layout layout, const void *w, void *w3,
+                   void *stream)
+{
+    const cf_problem *q = &lp->q;
+    const int64_t cg = cf_cin_per_group(q);
+    return layout == CONVFIND_LAYOUT_NHWC
+               ? cf_cuda_split_tf32(w, w3, q->m * q->k_sp, cg, 1, 2u, stream)
+               : cf_cuda_split_tf32(w, w3, q->m, cg, q->k_sp, 2u, stream);
 }
 
 /* Y's (ConvTranspose) or X's (Conv) window between the caller's tensor and the engine's
@@ -84,10 +113,12 @@ static int window(const cf_problem *p, const layout_plan *lp, const void *src, v
                                lp->q.in, off, stream);
 }
 
-/* Weights packed once for an NHWC engine (convfind_packed_weights_create). */
+/* Weights packed once for an NHWC engine or a split configuration
+ * (convfind_packed_weights_create). */
 typedef struct packed_w {
     convfind_layout layout;
-    void *w; /* device, [K][k...][C/group] */
+    bool split;
+    void *w; /* device, [K][k...][C/group] (NHWC) and/or W3 (split); NULL: W as given */
 } packed_w;
 
 /* The calling thread's finalized plan of `s` for p, built on first use. */
@@ -112,15 +143,18 @@ static bool cudnn_applicable(const cf_problem *p)
 
 static convfind_status cudnn_prepare_named(const cf_problem *p, const char *name, void **state)
 {
-    (void)p;
     cudnn_state *s = calloc(1, sizeof *s);
     if (!s)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cuDNN configuration");
     convfind_status st = cf_cudnn_config_parse(name, &s->config);
-    if (st != CONVFIND_OK || strlen(name) >= sizeof s->name) {
+    if (st == CONVFIND_OK && strlen(name) >= sizeof s->name)
+        st = cf_fail(CONVFIND_ERR_NOT_FOUND, "name \"%s\" is too long", name);
+    if (st == CONVFIND_OK && s->config.split && !cf_cudnn_splittable(p))
+        st = cf_fail(CONVFIND_ERR_UNSUPPORTED, "%s: split configurations are for f32 Conv under "
+                     "strict math, and CONVFIND_CUDNN_SPLIT=0 turns them off", name);
+    if (st != CONVFIND_OK) {
         free(s);
-        return st != CONVFIND_OK ? st
-                                 : cf_fail(CONVFIND_ERR_NOT_FOUND, "name \"%s\" is too long", name);
+        return st;
     }
     strcpy(s->name, name);
     *state = s;
@@ -132,32 +166,40 @@ static void cudnn_release(void *state)
     free(state);
 }
 
-int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, bool unlisted,
+int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigned extra,
                            char (*names)[64], int cap)
 {
     cf_cuda_thread *t;
     int count = 0;
     int prev = cf_cuda_enter(d);
     if (cf_cuda_thread_get(d, &t) == CONVFIND_OK) {
-        const convfind_layout layouts[2] = {
-            p->layout, p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
-                                                         : CONVFIND_LAYOUT_NHWC};
-        /* Interleaved, the caller's layout first: a Find whose time budget runs out
-         * has still tried the best guesses of both layouts. */
-        const int half = CF_CUDA_MAX_VARIANTS / 2;
-        cf_cudnn_config *c = calloc(2 * (size_t)half, sizeof *c);
-        int n[2] = {0, 0};
-        for (int l = 0; c && l < 2; l++)
-            if (cf_cudnn_enumerate(t->handle, p, layouts[l], unlisted, c + l * half, half,
-                                   &n[l]) !=
-                CONVFIND_OK)
+        const convfind_layout other = p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
+                                                                       : CONVFIND_LAYOUT_NHWC;
+        /* Four lists: plain and split (graph.h) in both layouts, interleaved, the
+         * caller's layout first: a Find whose time budget runs out has still tried the
+         * best guesses of each.  Split lists are empty where the problem has none, and
+         * get the smaller share of CF_CUDA_MAX_VARIANTS so that the plain lists are the
+         * same with or without them. */
+        enum { LISTS = 4 };
+        const convfind_layout layouts[LISTS] = {p->layout, other, p->layout, other};
+        const int each[LISTS] = {CF_CUDA_MAX_VARIANTS / 3, CF_CUDA_MAX_VARIANTS / 3,
+                                 CF_CUDA_MAX_VARIANTS / 6, CF_CUDA_MAX_VARIANTS / 6};
+        const int lists = extra & CF_CUDA_VARIANTS_SPLIT ? LISTS : 2;
+        const bool unlisted = extra & CF_CUDA_VARIANTS_UNLISTED;
+        cf_cudnn_config *c[LISTS] = {0};
+        int n[LISTS] = {0};
+        for (int l = 0; l < lists; l++)
+            if (!(c[l] = calloc((size_t)each[l], sizeof *c[l])) ||
+                cf_cudnn_enumerate(t->handle, p, layouts[l], l >= 2, unlisted, c[l], each[l],
+                                   &n[l]) != CONVFIND_OK)
                 n[l] = 0;
-        for (int i = 0; i < half; i++)
-            for (int l = 0; l < 2; l++)
+        for (int i = 0; i < CF_CUDA_MAX_VARIANTS / 3 && count < cap; i++)
+            for (int l = 0; l < LISTS; l++)
                 if (i < n[l] && count < cap &&
-                    cf_cudnn_config_name(&c[l * half + i], names[count], 64))
+                    cf_cudnn_config_name(&c[l][i], names[count], 64))
                     count++;
-        free(c);
+        for (int l = 0; l < LISTS; l++)
+            free(c[l]);
     }
     cf_cuda_leave(prev);
     cf_clear_error();
@@ -191,7 +233,7 @@ int cf_cuda_cudnn_neighbors(const cf_problem *p, const cf_cuda_device *d, const 
 /* The algorithm's variants: what the heuristics list (no unlisted engines; see algos.h). */
 static int cudnn_variants(const cf_problem *p, const void *device, char (*names)[64], int cap)
 {
-    return cf_cuda_cudnn_variants(p, device, false, names, cap);
+    return cf_cuda_cudnn_variants(p, device, 0, names, cap);
 }
 
 static convfind_status aligned16(const cf_exec_args *a)
@@ -235,7 +277,8 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
     void *engine_buf = engine_ws ? base : NULL;
     void *xb = base + engine_ws, *yb = (char *)xb + lp.x_bytes;
     void *wb = (char *)yb + lp.y_bytes, *wxb = (char *)wb + lp.w_bytes;
-    void *wyb = (char *)wxb + lp.wx_bytes;
+    void *wyb = (char *)wxb + lp.wx_bytes, *x3b = (char *)wyb + lp.wy_bytes;
+    void *w3b = (char *)x3b + lp.x3_bytes;
     const size_t e = cf_dtype_size(p->dtype);
     const bool to_nhwc = s->config.layout == CONVFIND_LAYOUT_NHWC;
     const void *x = a->x, *w = a->w;
@@ -251,12 +294,22 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
                       : cf_cuda_swap_axes(x, xb, e, q->n, q->in_sp, q->c, a->stream);
         x = xb;
     }
+    if (!err && lp.split) {
+        err = split_x(&lp, s->config.layout, x, x3b, a->stream);
+        x = x3b;
+    }
     const packed_w *pw = a->packed_w;
-    if (pw && pw->layout == s->config.layout && pw->w) {
+    if (pw && pw->layout == s->config.layout && pw->split == lp.split && pw->w) {
         w = pw->w;
-    } else if (!err && lp.swap_w) {
-        err = cf_cuda_swap_axes(a->w, wb, e, lp.w_outer, lp.w_inner, p->k_sp, a->stream);
-        w = wb;
+    } else {
+        if (!err && lp.swap_w) {
+            err = cf_cuda_swap_axes(a->w, wb, e, lp.w_outer, lp.w_inner, p->k_sp, a->stream);
+            w = wb;
+        }
+        if (!err && lp.split) {
+            err = split_w(&lp, s->config.layout, w, w3b, a->stream);
+            w = w3b;
+        }
     }
     st = launch_status(err, "layout change before cuDNN");
     cudnnStatus_t cs = cudnnSetStream(t->handle, (cudaStream_t)a->stream);
@@ -290,15 +343,27 @@ static convfind_status cudnn_pack_weights(const cf_problem *p, const void *state
     if (!pw)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate packed weights");
     pw->layout = s->config.layout;
+    pw->split = lp.split;
     int err = 0;
+    void *swapped = NULL; /* W in the engine's layout, when that is not W as given */
     if (lp.swap_w) {
-        err = cudaMalloc(&pw->w, lp.w_bytes);
+        err = cudaMalloc(&swapped, lp.w_bytes);
         if (!err)
-            err = cf_cuda_swap_axes(w, pw->w, cf_dtype_size(p->dtype), lp.w_outer, lp.w_inner,
+            err = cf_cuda_swap_axes(w, swapped, cf_dtype_size(p->dtype), lp.w_outer, lp.w_inner,
                                     p->k_sp, NULL);
-        if (!err)
-            err = cudaStreamSynchronize(NULL);
     }
+    if (!err && lp.split) {
+        err = cudaMalloc(&pw->w, lp.w3_bytes);
+        if (!err)
+            err = split_w(&lp, s->config.layout, swapped ? swapped : w, pw->w, NULL);
+    } else {
+        pw->w = swapped;
+        swapped = NULL;
+    }
+    if (!err && (lp.swap_w || lp.split))
+        err = cudaStreamSynchronize(NULL);
+    if (swapped)
+        cudaFree(swapped);
     if (err) {
         cudaGetLastError();
         if (pw->w)

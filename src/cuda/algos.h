@@ -3,8 +3,10 @@
  *
  *   cuda.cudnn   every cuDNN engine configuration the heuristics offer, one variant
  *                each (names in graph.h), in the caller's layout and in the other one
- *                (transposed around the engine, timed end to end), interleaved so
- *                that a Find cut short by its budget has tried both.  A validating
+ *                (transposed around the engine, timed end to end), plain and, for an
+ *                f32 Conv under strict math in a validating Find, split (3xTF32,
+ *                graph.h), interleaved so that a Find cut short by its budget has
+ *                tried each kind.  A validating
  *                Find also gets the engines the heuristics do not list.
  *   cuda.direct  the direct kernel (kernels.h): runs every problem; the fallback.
  */
@@ -14,17 +16,22 @@
 #include "core/algo.h"
 #include "cuda/device.h"
 
-#define CF_CUDA_MAX_VARIANTS 128
+#define CF_CUDA_MAX_VARIANTS 192
 
 extern const cf_algo cf_algo_cuda_cudnn;
 extern const cf_algo cf_algo_cuda_direct;
 
+/* Which configurations cf_cuda_cudnn_variants() lists beyond the heuristics' plain
+ * ones.  Both are for a Find that validates each candidate against cuda.direct only:
+ *   UNLISTED  every other engine of cuDNN's global list that finalizes (on the H200 one
+ *             such engine finalized and then computed wrong results, test_cuda_conv);
+ *   SPLIT     the split configurations (graph.h), whose accuracy depends on the engine
+ *             (with UNLISTED, on the unlisted engines too). */
+enum { CF_CUDA_VARIANTS_UNLISTED = 1, CF_CUDA_VARIANTS_SPLIT = 2 };
+
 /* Writes up to `cap` cuda.cudnn configuration names for `p` on `d` (the algorithm's
- * variants) and returns how many.  With `unlisted`, every engine of cuDNN's global list
- * that finalizes is added: on the H200 one such engine finalized and then computed
- * wrong results (test_cuda_conv), so only a Find that validates each candidate against
- * cuda.direct may offer them.  Thread-safe. */
-int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, bool unlisted,
+ * variants, with the kinds `extra` adds) and returns how many.  Thread-safe. */
+int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigned extra,
                            char (*names)[64], int cap);
 
 /* Writes up to `cap` names of the neighbours of cuda.cudnn configuration `name`

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cuda/algos.h"
+#include "cuda/graph.h"
 #include "cuda/kernels.h"
 #include "find/rank.h"
 #include "util/error.h"
@@ -22,10 +23,11 @@ typedef struct cands {
     cf_candidate_stats s[CF_CUDA_MAX_VARIANTS + 1];
 } cands;
 
-/* Every candidate name for p on d, cuDNN configurations first; with `unlisted`, also
- * the engines the heuristics do not list (only for a Find that validates them). */
-static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem *p, bool unlisted,
-                                       cands **out)
+/* Every candidate name for p on d, cuDNN configurations first; for a Find that
+ * validates them, also the engines the heuristics do not list and the split
+ * configurations (algos.h). */
+static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem *p,
+                                       bool validating, cands **out)
 {
     char (*names)[64] = calloc(CF_CUDA_MAX_VARIANTS, sizeof *names);
     cands *c = calloc(1, sizeof *c);
@@ -34,7 +36,9 @@ static convfind_status list_candidates(const cf_cuda_device *d, const cf_problem
         free(c);
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate the CUDA candidate list");
     }
-    int n = cf_cuda_cudnn_variants(p, d, unlisted, names, CF_CUDA_MAX_VARIANTS);
+    int n = cf_cuda_cudnn_variants(
+        p, d, validating ? CF_CUDA_VARIANTS_UNLISTED | CF_CUDA_VARIANTS_SPLIT : 0, names,
+        CF_CUDA_MAX_VARIANTS);
     for (int i = 0; i < n; i++) {
         c->algo[i] = &cf_algo_cuda_cudnn;
         memcpy(c->s[i].algo, names[i], sizeof c->s[i].algo);
@@ -104,11 +108,15 @@ static bool cancelled(const cf_find_config *cfg)
     return cfg->cancel && atomic_load_explicit(cfg->cancel, memory_order_relaxed);
 }
 
-static double tolerance(const cf_problem *p)
+/* How far from cuda.direct candidate `algo` may be, normwise relative: split
+ * configurations (graph.h) are held to f32's accuracy, not to the strict tolerance. */
+static double tolerance(const cf_problem *p, const char *algo)
 {
     if (p->dtype != CONVFIND_DTYPE_F32)
         return 1e-2;
-    return p->math_mode == CONVFIND_MATH_ALLOW_TF32 ? 5e-3 : 1e-4;
+    if (p->math_mode == CONVFIND_MATH_ALLOW_TF32)
+        return 5e-3;
+    return cf_cudnn_name_is_split(algo) ? CF_CUDNN_SPLIT_TOL : 1e-4;
 }
 
 static convfind_status run(const bench *bn, const cf_algo *a, const void *state)
@@ -133,7 +141,7 @@ static convfind_status fetch_y(const bench *bn, float *dst)
     return err ? cf_cuda_fail(err, "reading Y back") : CONVFIND_OK;
 }
 
-static bool matches(const bench *bn)
+static bool matches(const bench *bn, const char *algo)
 {
     double diff = 0;
     for (size_t i = 0; i < bn->p->y_elems; i++) {
@@ -142,7 +150,7 @@ static bool matches(const bench *bn)
         if (isnan(bn->got[i]))
             return false;
     }
-    return sqrt(diff) <= tolerance(bn->p) * bn->ref_norm;
+    return sqrt(diff) <= tolerance(bn->p, algo) * bn->ref_norm;
 }
 
 static void bench_free(bench *bn)
@@ -276,7 +284,7 @@ static void measure_one(const bench *bn, const cf_algo *a, cf_candidate_stats *c
     cudaMemsetAsync(bn->y, 0xff, bn->p->y_elems * cf_dtype_size(bn->p->dtype), bn->stream);
     if (run(bn, a, state) != CONVFIND_OK ||
         (bn->cfg->validate &&
-         (fetch_y(bn, bn->got) != CONVFIND_OK || !matches(bn)))) {
+         (fetch_y(bn, bn->got) != CONVFIND_OK || !matches(bn, c->algo)))) {
         c->status = CF_CAND_FAILED;
         goto done;
     }

@@ -65,10 +65,37 @@ bool cf_cudnn_expressible(const cf_problem *p)
     return true;
 }
 
-void cf_cudnn_engine_problem(const cf_problem *p, bool padded, cf_problem *q)
+bool cf_cudnn_name_is_split(const char *name)
+{
+    cf_cudnn_config c;
+    bool split = cf_cudnn_config_parse(name, &c) == CONVFIND_OK && c.split;
+    cf_clear_error();
+    return split;
+}
+
+bool cf_cudnn_splittable(const cf_problem *p)
+{
+    const char *v = getenv("CONVFIND_CUDNN_SPLIT");
+    return p->op == CONVFIND_OP_CONV && p->dtype == CONVFIND_DTYPE_F32 &&
+           p->math_mode == CONVFIND_MATH_STRICT && !(v && strcmp(v, "0") == 0);
+}
+
+/* The split form's engine problem: three times the input channels of each group, TF32
+ * tensor cores allowed. */
+static void split_problem(cf_problem *q)
+{
+    q->c *= 3;
+    q->math_mode = CONVFIND_MATH_ALLOW_TF32;
+    q->x_elems *= 3;
+    q->w_elems *= 3;
+}
+
+void cf_cudnn_engine_problem(const cf_problem *p, const cf_cudnn_config *c, cf_problem *q)
 {
     *q = *p;
-    if (!padded)
+    if (c->split)
+        split_problem(q);
+    if (!c->padded)
         return;
     q->in_sp = q->out_sp = 1;
     for (int d = 0; d < CF_SP; d++) {
@@ -96,9 +123,9 @@ static bool symmetric_pads(const cf_problem *p)
 
 bool cf_cudnn_config_name(const cf_cudnn_config *c, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "%s%s%s:e%" PRId64, CF_CUDNN_PREFIX,
+    int n = snprintf(buf, size, "%s%s%s%s:e%" PRId64, CF_CUDNN_PREFIX,
                      c->layout == CONVFIND_LAYOUT_NHWC ? "nhwc" : "nchw",
-                     c->padded ? "+pad" : "", c->engine);
+                     c->padded ? "+pad" : "", c->split ? "+x3" : "", c->engine);
     for (int i = 0; i < c->n_knobs && n >= 0 && (size_t)n < size; i++)
         n += snprintf(buf + n, size - (size_t)n, "%s%d=%" PRId64, i ? "," : ":k", c->knob_type[i],
                       c->knob_value[i]);
@@ -129,6 +156,8 @@ convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c)
             s += 4;
             c->padded = strncmp(s, "+pad", 4) == 0;
             s += c->padded ? 4 : 0;
+            c->split = strncmp(s, "+x3", 3) == 0;
+            s += c->split ? 3 : 0;
             ok = strncmp(s, ":e", 2) == 0;
             s += ok ? 2 : 0;
             ok = ok && parse_i64(&s, &c->engine) && c->engine >= 0;
@@ -370,10 +399,13 @@ static bool runtime_compiled_allowed(void)
     return !(v && strcmp(v, "0") == 0);
 }
 
-/* Reads engine id and knobs of one heuristic result, and whether it is admissible:
- * not excluded by strict math or as runtime-compiled. */
+/* Reads engine id and knobs of one heuristic result for engine problem p, as a
+ * configuration of `form` (its layout, padded and split), and whether it is admissible:
+ * not excluded by strict math or as runtime-compiled, and for the split form a tensor
+ * core engine that reduces in f32 (the split exists to run on tensor cores; graph.h). */
 static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_problem *p,
-                                   convfind_layout layout, cf_cudnn_config *c, bool *admissible)
+                                   const cf_cudnn_config *form, cf_cudnn_config *c,
+                                   bool *admissible)
 {
     convfind_status st = CONVFIND_OK;
     cudnnBackendDescriptor_t engine = NULL, knobs[CF_CUDNN_MAX_KNOBS] = {0};
@@ -382,7 +414,9 @@ static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_proble
     cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT + 8];
     int64_t n_behavior = 0;
     memset(c, 0, sizeof *c);
-    c->layout = layout;
+    c->layout = form->layout;
+    c->padded = form->padded;
+    c->split = form->split;
     *admissible = false;
     CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine), "engine");
     CHECK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
@@ -420,10 +454,15 @@ static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_proble
     for (int64_t i = 0; i < n_behavior; i++)
         if (behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION && !runtime_compiled_allowed())
             goto done;
-    *admissible = !(p->dtype == CONVFIND_DTYPE_F32 && p->math_mode == CONVFIND_MATH_STRICT &&
-                    (has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ||
-                     has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
-                     has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)));
+    if (form->split)
+        *admissible = has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) &&
+                      !has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION);
+    else
+        *admissible =
+            !(p->dtype == CONVFIND_DTYPE_F32 && p->math_mode == CONVFIND_MATH_STRICT &&
+              (has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ||
+               has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
+               has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)));
 done:
     for (int i = 0; i < CF_CUDNN_MAX_KNOBS; i++)
         destroy(&knobs[i]);
@@ -433,7 +472,8 @@ done:
 
 static bool same_config(const cf_cudnn_config *a, const cf_cudnn_config *b)
 {
-    if (a->layout != b->layout || a->padded != b->padded || a->engine != b->engine ||
+    if (a->layout != b->layout || a->padded != b->padded || a->split != b->split ||
+        a->engine != b->engine ||
         a->n_knobs != b->n_knobs)
         return false;
     for (int i = 0; i < a->n_knobs; i++)
@@ -445,7 +485,7 @@ static bool same_config(const cf_cudnn_config *a, const cf_cudnn_config *b)
 /* Appends the admissible, new results of one heuristic mode.  A mode cuDNN cannot
  * answer for this graph adds nothing (the others may). */
 static void add_mode(cudnnBackendDescriptor_t g, cudnnBackendHeurMode_t mode, const cf_problem *p,
-                     convfind_layout layout, cf_cudnn_config *out, int cap, int *count)
+                     const cf_cudnn_config *form, cf_cudnn_config *out, int cap, int *count)
 {
     cudnnBackendDescriptor_t heur = NULL, *cfgs = NULL;
     int64_t n = 0;
@@ -470,7 +510,7 @@ static void add_mode(cudnnBackendDescriptor_t g, cudnnBackendHeurMode_t mode, co
     for (int64_t i = 0; i < got && *count < cap; i++) {
         cf_cudnn_config c;
         bool admissible, dup = false;
-        if (read_config(cfgs[i], p, layout, &c, &admissible) != CONVFIND_OK || !admissible)
+        if (read_config(cfgs[i], p, form, &c, &admissible) != CONVFIND_OK || !admissible)
             continue;
         for (int j = 0; j < *count && !dup; j++)
             dup = same_config(&out[j], &c);
@@ -495,7 +535,8 @@ done:
  * finalized for an f16 problem and computed wrong results, hence only validating Finds
  * ask for these. */
 static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
-                               convfind_layout layout, cf_cudnn_config *out, int cap, int *count)
+                               const cf_cudnn_config *form, cf_cudnn_config *out, int cap,
+                               int *count)
 {
     int64_t total = 0, got = 0;
     if (cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
@@ -521,7 +562,7 @@ static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
             cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine) == 0 &&
             cudnnBackendFinalize(cfg) == 0 &&
-            read_config(cfg, p, layout, &c, &admissible) == CONVFIND_OK && admissible &&
+            read_config(cfg, p, form, &c, &admissible) == CONVFIND_OK && admissible &&
             cf_cudnn_config_name(&c, name, sizeof name))
             out[(*count)++] = c;
         destroy(&cfg);
@@ -554,18 +595,21 @@ static void engines_first(cf_cudnn_config *c, int n)
 }
 
 convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
-                                   convfind_layout layout, bool global_engines,
+                                   convfind_layout layout, bool split, bool global_engines,
                                    cf_cudnn_config *out, int cap, int *count)
 {
     *count = 0;
+    if (split && !cf_cudnn_splittable(p))
+        return CONVFIND_OK;
     const bool native = cf_cudnn_expressible(p);
     /* Native first; padded only where native pads are impossible or no engine took the
      * asymmetric ones (symmetric pads are what every engine takes). */
     for (int padded = native ? 0 : 1; padded < 2 && *count == 0; padded++) {
         if (padded && native && symmetric_pads(p))
             break;
+        const cf_cudnn_config form = {.layout = layout, .padded = padded, .split = split};
         cf_problem q;
-        cf_cudnn_engine_problem(p, padded, &q);
+        cf_cudnn_engine_problem(p, &form, &q);
         graph g;
         convfind_status st = graph_build(handle, &q, layout, &g);
         if (st != CONVFIND_OK)
@@ -573,12 +617,10 @@ convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
         const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
                                                 CUDNN_HEUR_MODE_FALLBACK};
         for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-            add_mode(g.graph, modes[i], &q, layout, out, cap, count);
+            add_mode(g.graph, modes[i], &q, &form, out, cap, count);
         if (global_engines)
-            add_global_engines(g.graph, &q, layout, out, cap, count);
+            add_global_engines(g.graph, &q, &form, out, cap, count);
         graph_free(&g);
-        for (int i = 0; i < *count; i++)
-            out[i].padded = padded;
     }
     engines_first(out, *count);
     return CONVFIND_OK;
@@ -612,7 +654,7 @@ int cf_cudnn_knob_neighbors(cudnnHandle_t handle, const cf_problem *p, const cf_
     cudnnBackendDescriptor_t engine = NULL, info[CF_CUDNN_MAX_KNOBS] = {0};
     int count = 0;
     cf_problem q;
-    cf_cudnn_engine_problem(p, base->padded, &q);
+    cf_cudnn_engine_problem(p, base, &q);
     graph g;
     if (graph_build(handle, &q, base->layout, &g) != CONVFIND_OK) {
         cf_clear_error();
@@ -695,11 +737,13 @@ convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
     *out = NULL;
     if (!c->padded && !cf_cudnn_expressible(p))
         return cf_fail(CONVFIND_ERR_UNSUPPORTED, "cuDNN cannot express this problem's pads");
+    if (c->split && !cf_cudnn_splittable(p))
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "the split form is for f32 Conv under strict math");
     cf_cudnn_plan *pl = calloc(1, sizeof *pl);
     if (!pl)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cuDNN plan");
     cf_problem q;
-    cf_cudnn_engine_problem(p, c->padded, &q);
+    cf_cudnn_engine_problem(p, c, &q);
     convfind_status st = graph_build(handle, &q, c->layout, &pl->g);
     if (st != CONVFIND_OK) {
         free(pl);

@@ -11,11 +11,25 @@
  * without pads (cf_cudnn_engine_problem) and a window kernel pads X before it (Conv)
  * or crops and pads Y after it (ConvTranspose).
  *
+ * Split configurations run an f32 Conv under strict math on TF32 tensor cores without
+ * giving up f32 accuracy (the "3xTF32" method): X = Xh + Xl and W = Wh + Wl, where Xh
+ * and Wh are X and W rounded to TF32 (10 mantissa bits) and Xl, Wl the exact f32
+ * remainders; X * W = Xh*Wh + Xh*Wl + Xl*Wh + Xl*Wl, and the last term, about 2^-22 of
+ * the first, is dropped.  The three others are one convolution with three times the
+ * input channels of each group: X3 = [Xh, Xh, Xl] and W3 = [Wh, Wl, Wh] along C, run by
+ * a tensor-core engine that accumulates in f32.  Each product of TF32 values is exact in
+ * f32, so the error is that of f32 accumulation plus the TF32 rounding of the
+ * remainders, about 2^-21 of each product: docs/cuda.md gives the measured errors next
+ * to the plain f32 engines'.  Only Conv with f32 data and strict math has split
+ * configurations (cf_cudnn_splittable), and only a validating Find tries them, holding
+ * each to CF_CUDNN_SPLIT_TOL.
+ *
  * A configuration's name is what decisions store, stable for one cuDNN version and GPU:
- *     cuda.cudnn:<layout>[+pad]:e<engine global index>[:k<knob type>=<value>,...]
+ *     cuda.cudnn:<layout>[+pad][+x3]:e<engine global index>[:k<knob type>=<value>,...]
  * e.g. "cuda.cudnn:nhwc:e12:k3=2,5=1".  <layout> is the physical layout the engine runs
  * in; when it differs from the caller's, X and Y are transposed around it.  "+pad" marks
- * a padded configuration.  Knobs are listed in the order the heuristics gave them.
+ * a padded configuration, "+x3" a split one.  Knobs are listed in the order the
+ * heuristics gave them.
  */
 #ifndef CONVFIND_CUDA_GRAPH_H
 #define CONVFIND_CUDA_GRAPH_H
@@ -33,6 +47,7 @@
 typedef struct cf_cudnn_config {
     convfind_layout layout;      /* physical layout the engine runs in */
     bool padded;                 /* runs cf_cudnn_engine_problem(p) with explicit padding */
+    bool split;                  /* the 3xTF32 form of an f32 Conv (above) */
     int64_t engine;              /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX */
     int n_knobs;
     int knob_type[CF_CUDNN_MAX_KNOBS];
@@ -43,10 +58,27 @@ typedef struct cf_cudnn_config {
  * symmetric pads and no output padding (graph.c says why).  Pure. */
 bool cf_cudnn_expressible(const cf_problem *p);
 
-/* The problem a configuration's engine runs for `p`: `p` itself, or when `padded`, `p`
+/* The normwise relative error, against the reference, within which a validating Find
+ * accepts a split configuration: a tenth of the strict f32 tolerance.  Plain f32 engines
+ * stayed within 4.2e-6 on ResNet-50's layers (Winograd included), split ones reached
+ * 4.5e-5 on some engines whose accumulation loses more (docs/cuda.md); this bound keeps
+ * the split configurations whose results are as good as f32's. */
+#define CF_CUDNN_SPLIT_TOL 1e-5
+
+/* Whether `name` is a split configuration's. */
+bool cf_cudnn_name_is_split(const char *name);
+
+/* Whether `p` has split configurations: Conv, f32 data, strict math, and the
+ * environment does not say CONVFIND_CUDNN_SPLIT=0 (for callers who want only plain f32
+ * arithmetic; a stored split decision then fails to prepare, and the plan takes the
+ * next candidate of the decision).  Pure apart from reading the environment. */
+bool cf_cudnn_splittable(const cf_problem *p);
+
+/* The problem configuration c's engine runs for `p`: `p` itself, or when `padded`, `p`
  * without pads and output padding: a Conv over X grown by the pads (X's window), a
- * ConvTranspose to its full output (cropped into Y afterwards).  Pure. */
-void cf_cudnn_engine_problem(const cf_problem *p, bool padded, cf_problem *q);
+ * ConvTranspose to its full output (cropped into Y afterwards); when `split`, with
+ * three times the input channels and TF32 allowed.  Pure. */
+void cf_cudnn_engine_problem(const cf_problem *p, const cf_cudnn_config *c, cf_problem *q);
 
 /* The name of `c` into buf; false when it does not fit `size` (the configuration is
  * then not offered: decisions store names of bounded length). */
@@ -65,11 +97,12 @@ convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c);
  * expressible, the same search on the padded problem gives padded configurations.  Then reordered so that every engine's first configuration comes
  * before any engine's second (order kept within each part): Find's time budget is
  * spent across engines before knob variants.  Under CONVFIND_MATH_STRICT with f32 data, engines that use tensor cores
- * (TF32) or convert inputs down are left out.  Writes up to `cap` into out and the
+ * (TF32) or convert inputs down are left out.  With `split`, the split configurations
+ * instead (tensor-core engines only; none unless cf_cudnn_splittable).  Writes up to `cap` into out and the
  * number written into *count.  Must run inside cf_cuda_enter() with `handle` the
  * calling thread's. */
 convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
-                                   convfind_layout layout, bool global_engines,
+                                   convfind_layout layout, bool split, bool global_engines,
                                    cf_cudnn_config *out, int cap, int *count);
 
 /* The neighbours of configuration `base` for `p`: base with one knob set to another

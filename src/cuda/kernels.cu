@@ -1,6 +1,7 @@
 /*
  * kernels.cu - the CUDA backend's own kernels (see kernels.h): axis swaps for layout
- * changes, spatial windows for explicit padding, the epilogue, the direct convolution, fills and conversions.
+ * changes, spatial windows for explicit padding, the TF32 split, the epilogue, the
+ * direct convolution, fills and conversions.
  *
  * None of these is on a hot path the way the cuDNN engines are, except the axis swap,
  * which the "transpose, run, transpose back" candidates pay on every call: it goes
@@ -237,7 +238,43 @@ template <typename F> int dispatch(convfind_dtype dtype, F f)
 
 int launched() { return (int)cudaGetLastError(); }
 
+/* v rounded to the nearest TF32 value (10 mantissa bits, ties away from zero, as
+ * cvt.rna.tf32.f32), except that a finite v stays finite: one that would round to
+ * infinity is truncated instead, so that v - tf32(v) is never infinite. */
+__device__ float tf32_round(float v)
+{
+    const unsigned mask = 0xffffe000u;
+    unsigned u = __float_as_uint(v);
+    float r = __uint_as_float((u + 0x1000u) & mask);
+    return isinf(r) && !isinf(v) ? __uint_as_float(u & mask) : r;
+}
+
+/* dst[o][part][c][i] = the TF32 part (hi) or the f32 remainder (lo) of src[o][c][i]:
+ * part p is the remainder where bit p of lo_parts is set. */
+__global__ void split_tf32_kernel(const float *src, float *dst, int64_t outer, int64_t c,
+                                  int64_t inner, unsigned lo_parts)
+{
+    const int64_t per = c * inner, total = outer * per;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        const int64_t o = e / per, r = e - o * per;
+        const float v = src[e], hi = tf32_round(v), lo = v - hi;
+        float *d = dst + o * 3 * per + r;
+        for (int part = 0; part < 3; part++)
+            d[part * per] = (lo_parts >> part & 1u) ? lo : hi;
+    }
+}
+
 } // namespace
+
+extern "C" int cf_cuda_split_tf32(const float *src, float *dst, int64_t outer, int64_t c,
+                                  int64_t inner, unsigned lo_parts, void *stream)
+{
+    const int block = 256;
+    split_tf32_kernel<<<grid_for(outer * c * inner, block), block, 0, (cudaStream_t)stream>>>(
+        src, dst, outer, c, inner, lo_parts);
+    return launched();
+}
 
 extern "C" int cf_cuda_swap_axes(const void *src, void *dst, size_t elem_size, int64_t n,
                                  int64_t a, int64_t b, void *stream)

@@ -3,7 +3,8 @@
  *
  * cuDNN does the convolutions; these do what surrounds them: moving tensors between
  * channels-first and channels-last (the "transpose, run, transpose back" candidates),
- * zero-padding or cropping the spatial axes (pads cuDNN cannot take), the
+ * zero-padding or cropping the spatial axes (pads cuDNN cannot take), splitting f32
+ * operands into TF32 parts (graph.h's split configurations), the
  * bias/residual/activation epilogue, non-zero test data for Find and the tests, and
  * a direct convolution that runs every problem the library accepts (any group, dilation,
  * pad including negative ConvTranspose pads, output padding, dtype, layout, epilogue).
@@ -41,6 +42,13 @@ int cf_cuda_swap_axes(const void *src, void *dst, size_t elem_size, int64_t n, i
 int cf_cuda_window(const void *src, void *dst, size_t elem_size, convfind_layout layout,
                    int64_t n, int64_t c, const int64_t *src_sp, const int64_t *dst_sp,
                    const int64_t *off, void *stream);
+
+/* The split configurations' operands (graph.h): src as [outer][c][inner] f32 values
+ * into dst as [outer][3][c][inner], part p holding each value's remainder after TF32
+ * rounding where bit p of lo_parts is set and the rounded value elsewhere (X3 = [hi,
+ * hi, lo]: lo_parts 4; W3 = [hi, lo, hi]: lo_parts 2).  src and dst must not overlap. */
+int cf_cuda_split_tf32(const float *src, float *dst, int64_t outer, int64_t c, int64_t inner,
+                       unsigned lo_parts, void *stream);
 
 /* Y = act(Y + B + Z) in place, Y in the problem's dtype and layout; b, z may be NULL. */
 int cf_cuda_epilogue(const cf_problem *p, const void *b, const void *z, void *y, void *stream);

@@ -9,7 +9,11 @@
  * random problems come fixed ones whose pads cuDNN cannot take (negative ConvTranspose
  * pads from output_shape, output padding >= stride): their configurations are the
  * padded ones ("+pad", explicit window kernels around the engine), and at least one
- * must run and be right.  Exits 77 (skip) without a GPU.
+ * must run and be right.  Split configurations ("+x3", f32 on TF32 tensor cores,
+ * graph.h; a validating Find's list only) must be as close to the reference as the
+ * validating Find requires, CF_CUDNN_SPLIT_TOL, a tenth of the strict tolerance; the
+ * worst errors of split and plain f32 configurations are printed side by side.  Exits
+ * 77 (skip) without a GPU.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,10 +22,13 @@
 #include "core/context.h"
 #include "cuda/algos.h"
 #include "cuda/find.h"
+#include "cuda/graph.h"
 #include "gpu_util.h"
 
 #define PROBLEMS 36
 #define CONFIGS_PER_PROBLEM 24
+#define SPLITS_PER_PROBLEM 6
+#define SPLIT_TOL CF_CUDNN_SPLIT_TOL
 
 static unsigned rng = 12345;
 
@@ -120,12 +127,47 @@ static void expect_ok(double err, double tol, const char *what, const char *algo
     }
 }
 
+/* What the configurations run so far did. */
+typedef struct config_stats {
+    int ok, refused, padded, split;
+    double worst_split, worst_f32; /* errors of split and plain strict-f32 configurations */
+} config_stats;
+
+/* Runs cuDNN configuration `name` of problem i and checks its result against `tol`. */
+static void check_config(convfind_context *ctx, const convfind_problem *p, gu_data *d,
+                         const convfind_conv_desc *desc, const char *name, double tol, int i,
+                         config_stats *cs)
+{
+    convfind_tensors t = gu_tensors(d);
+    void *state;
+    gu_check(cf_algo_prepare(&cf_algo_cuda_cudnn, p, name, &state), name);
+    cf_exec_args a = {.x = t.x, .w = t.w, .b = t.b, .z = t.z, .y = t.y, .device = ctx->cuda};
+    gu_poison(d);
+    if (cf_algo_cuda_cudnn.execute(p, state, &a) == CONVFIND_OK) {
+        const bool split = strstr(name, "+x3") != NULL;
+        const double err = gu_error(d);
+        cs->ok++;
+        cs->padded += strstr(name, "+pad") != NULL;
+        cs->split += split;
+        expect_ok(err, tol, "config", name, i);
+        if (split && err > cs->worst_split)
+            cs->worst_split = err;
+        if (!split && desc->dtype == CONVFIND_DTYPE_F32 &&
+            desc->math_mode == CONVFIND_MATH_STRICT && err > cs->worst_f32)
+            cs->worst_f32 = err;
+    } else {
+        cs->refused++;
+    }
+    cf_algo_cuda_cudnn.release(state);
+}
+
 int main(void)
 {
     gu_require_gpu();
     convfind_context *forced = gu_context(CONVFIND_FIND_HEURISTIC, NULL);
     convfind_context *tuned = gu_context(CONVFIND_FIND_EXHAUSTIVE, NULL);
-    int configs_ok = 0, configs_refused = 0, cudnn_chosen = 0, padded_ok = 0;
+    config_stats cs = {0};
+    int cudnn_chosen = 0;
     for (int i = 0; i < PROBLEMS + PAD_PROBLEMS; i++) {
         convfind_conv_desc desc;
         if (i < PROBLEMS)
@@ -155,21 +197,20 @@ int main(void)
             if (strncmp(name, "cuda.cudnn:", 11) != 0)
                 continue;
             tested++;
-            void *state;
-            gu_check(cf_algo_prepare(&cf_algo_cuda_cudnn, p, name, &state), name);
-            cf_exec_args a = {.x = t.x, .w = t.w, .b = t.b, .z = t.z, .y = t.y,
-                              .device = forced->cuda};
-            gu_poison(&d);
-            if (cf_algo_cuda_cudnn.execute(p, state, &a) == CONVFIND_OK) {
-                configs_ok++;
-                padded_ok += strstr(name, "+pad:") != NULL;
-                expect_ok(gu_error(&d), tol, "config", name, i);
-            } else {
-                configs_refused++;
-            }
-            cf_algo_cuda_cudnn.release(state);
+            check_config(forced, p, &d, &desc, name, tol, i, &cs);
         }
         cf_decision_clear(&dec);
+        /* Split configurations come only with the validating Find's list (the
+         * heuristics' engines here: unlisted ones need not be right). */
+        static char names[CF_CUDA_MAX_VARIANTS][64];
+        int n = cf_cuda_cudnn_variants(p, forced->cuda, CF_CUDA_VARIANTS_SPLIT, names,
+                                       CF_CUDA_MAX_VARIANTS);
+        for (int c = 0, split = 0; c < n && split < SPLITS_PER_PROBLEM; c++)
+            if (strstr(names[c], "+x3")) {
+                split++;
+                tested++;
+                check_config(forced, p, &d, &desc, names[c], SPLIT_TOL, i, &cs);
+            }
 
         gu_check(convfind_plan_create(tuned, p, &plan), "plan (Find)");
         gu_poison(&d);
@@ -184,12 +225,15 @@ int main(void)
     }
     convfind_context_stats s;
     gu_check(convfind_context_stats_get(tuned, &s), "stats");
-    printf("cuDNN configurations: %d correct (%d padded), %d refused by cuDNN; Find chose cuDNN "
-           "for %d of %d problems; %llu finds, %d failures\n",
-           configs_ok, padded_ok, configs_refused, cudnn_chosen, PROBLEMS + PAD_PROBLEMS,
+    printf("cuDNN configurations: %d correct (%d padded, %d split), %d refused by cuDNN; Find "
+           "chose cuDNN for %d of %d problems; %llu finds, %d failures\n",
+           cs.ok, cs.padded, cs.split, cs.refused, cudnn_chosen, PROBLEMS + PAD_PROBLEMS,
            (unsigned long long)s.finds, failures);
-    if (configs_ok == 0 || padded_ok == 0) {
-        printf("FAIL: no %scuDNN configuration ran\n", configs_ok ? "padded " : "");
+    printf("worst relative error: split (3xTF32) %.3g, plain strict f32 %.3g\n",
+           cs.worst_split, cs.worst_f32);
+    if (cs.ok == 0 || cs.padded == 0 || cs.split == 0) {
+        printf("FAIL: no %scuDNN configuration ran\n",
+               cs.ok == 0 ? "" : cs.padded == 0 ? "padded " : "split ");
         failures++;
     }
     convfind_context_destroy(tuned);

@@ -116,7 +116,8 @@ static void test_config_names(void **state)
 {
     (void)state;
     const char *good[] = {"cuda.cudnn:nhwc:e12:k3=2,5=1", "cuda.cudnn:nchw:e0",
-                          "cuda.cudnn:nchw:e7:k17=-1"};
+                          "cuda.cudnn:nchw:e7:k17=-1", "cuda.cudnn:nhwc+x3:e70:k2=4",
+                          "cuda.cudnn:nchw+pad+x3:e1"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         cf_cudnn_config c;
         char back[64];
@@ -132,10 +133,38 @@ static void test_config_names(void **state)
     assert_int_equal(c.n_knobs, 2);
     assert_int_equal(c.knob_type[1], 5);
     assert_int_equal(c.knob_value[0], 2);
+    assert_false(c.split);
+    assert_int_equal(cf_cudnn_config_parse("cuda.cudnn:nchw+pad+x3:e1", &c), CONVFIND_OK);
+    assert_true(c.padded && c.split);
+    /* The split form's engine problem: three times the channels, TF32 allowed. */
+    convfind_conv_desc d;
+    convfind_conv_desc_init(&d);
+    d.x_rank = d.w_rank = 4;
+    const int64_t xd[4] = {2, 6, 5, 5}, wd[4] = {4, 3, 3, 3}; /* 2 groups */
+    memcpy(d.x_dims, xd, sizeof xd);
+    memcpy(d.w_dims, wd, sizeof wd);
+    d.group = 2;
+    convfind_problem *pr;
+    assert_int_equal(convfind_problem_create(&d, &pr), CONVFIND_OK);
+    assert_true(cf_cudnn_splittable(pr));
+    cf_problem q;
+    assert_int_equal(cf_cudnn_config_parse("cuda.cudnn:nhwc+x3:e70:k2=4", &c), CONVFIND_OK);
+    cf_cudnn_engine_problem(pr, &c, &q);
+    assert_int_equal(q.c, 18);
+    assert_int_equal(q.group, 2);
+    assert_int_equal(q.math_mode, CONVFIND_MATH_ALLOW_TF32);
+    assert_int_equal(q.x_elems, 3 * pr->x_elems);
+    assert_int_equal(q.w_elems, 3 * pr->w_elems);
+    convfind_problem_destroy(pr);
+    d.math_mode = CONVFIND_MATH_ALLOW_TF32; /* TF32 already: nothing to split */
+    assert_int_equal(convfind_problem_create(&d, &pr), CONVFIND_OK);
+    assert_false(cf_cudnn_splittable(pr));
+    convfind_problem_destroy(pr);
     const char *bad[] = {"cuda.cudnn", "cuda.cudnn:", "cuda.cudnn:nhwc:e", "cuda.cudnn:abcd:e1",
                          "cuda.cudnn:nchw:e01", "cuda.cudnn:nchw:e1:", "cuda.cudnn:nchw:e1:k",
                          "cuda.cudnn:nchw:e1:k3", "cuda.cudnn:nchw:e1:k3=1,", "cuda.cudnn:nchw:e-1",
-                         "cuda.cudnn:nchw:e1x"};
+                         "cuda.cudnn:nchw:e1x", "cuda.cudnn:nchw+x3+pad:e1",
+                         "cuda.cudnn:nchw+x3+x3:e1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(cf_cudnn_config_parse(bad[i], &c), CONVFIND_ERR_NOT_FOUND);
     /* Names are bounded: a configuration whose name would not fit is not offered. */
