@@ -99,7 +99,7 @@ static int run_layer(const char *name, const convfind_conv_desc *d, const cf_alg
         mag = fmax(mag, fabs((double)ref[i]));
     }
     double flops = convfind_problem_flops(p);
-    printf("%-36s %9.3f ms (min %8.3f)  %7.1f GFLOP/s  err %.2e\n", name, med, best,
+    printf("%-36s %9.4f ms (min %8.4f)  %7.1f GFLOP/s  err %.2e\n", name, med, best,
            flops / med * 1e-6, mag > 0 ? err / mag : err);
     rc = 0;
 out:
