@@ -8,11 +8,13 @@
  * runs), GFLOP/s from the median, and the largest |y - ref| / max|ref|.  Packed weights
  * are made once, outside the timing, as a plan would; layout conversion of X and Y is
  * inside it.  Layers the algorithm cannot run are listed as "n/a".  FILTER keeps only
- * layers whose name contains it.  A development tool for kernel work, not a test:
- * nothing here asserts a timing.
+ * layers whose name contains it.  Problems have strict math unless the environment says
+ * ALGO_LAYERS_MATH=relaxed (CONVFIND_MATH_ALLOW_TF32: cpu.winograd_f6x3 needs it).  A
+ * development tool for kernel work, not a test: nothing here asserts a timing.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +130,8 @@ int main(int argc, char **argv)
     convfind_layout layout = argc > 5 && strcmp(argv[5], "nhwc") == 0 ? CONVFIND_LAYOUT_NHWC
                                                                        : CONVFIND_LAYOUT_NCHW;
     const char *filter = argc > 6 ? argv[6] : "";
+    const char *math = getenv("ALGO_LAYERS_MATH");
+    const bool relaxed = math && strcmp(math, "relaxed") == 0;
     FILE *f = fopen(argv[1], "r");
     cf_threadpool *pool = NULL;
     if (!algo || !f || repeats < 1 || cf_threadpool_create(threads, &pool) != CONVFIND_OK) {
@@ -148,6 +152,7 @@ int main(int argc, char **argv)
         convfind_conv_desc d;
         convfind_conv_desc_init(&d);
         d.layout = layout;
+        d.math_mode = relaxed ? CONVFIND_MATH_ALLOW_TF32 : CONVFIND_MATH_STRICT;
         d.x_rank = d.w_rank = 4;
         int64_t xd[4] = {v[1], v[2], v[3], v[4]}, wd[4] = {v[5], v[2] / v[14], v[6], v[7]};
         memcpy(d.x_dims, xd, sizeof xd);

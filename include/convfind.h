@@ -129,7 +129,8 @@ typedef enum convfind_activation {
  * the environment variable CONVFIND_CUDNN_SPLIT=0 rules those out. */
 typedef enum convfind_math_mode {
     CONVFIND_MATH_STRICT = 0,      /* fp32 arithmetic for fp32 data */
-    CONVFIND_MATH_ALLOW_TF32 = 1   /* tensor-core TF32 allowed (GPU) */
+    CONVFIND_MATH_ALLOW_TF32 = 1   /* reduced precision allowed: tensor-core TF32 on a GPU,
+                                    * Winograd F(6x6,3x3) on a CPU (docs/winograd.md) */
 } convfind_math_mode;
 
 /* An attribute list as ONNX stores it: `count` == 0 means "attribute absent" and the

@@ -12,6 +12,7 @@
 
 extern const cf_algo cf_algo_cpu_direct_blocked;
 extern const cf_algo cf_algo_cpu_depthwise;
+extern const cf_algo cf_algo_cpu_winograd_f6x3;
 extern const cf_algo cf_algo_cpu_winograd_f4x3;
 extern const cf_algo cf_algo_cpu_winograd_f2x3;
 extern const cf_algo cf_algo_cpu_gemm_1x1;
@@ -31,6 +32,7 @@ static const cf_algo *const registry[] = {
     &cf_algo_cpu_direct_blocked,
     &cf_algo_cpu_winograd_f4x3,
     &cf_algo_cpu_winograd_f2x3,
+    &cf_algo_cpu_winograd_f6x3, /* reduced-precision problems only */
     &cf_algo_cpu_direct_small_c,
     &cf_algo_cpu_im2col_gemm,
     &cf_algo_cpu_convtranspose_subpixel,

@@ -1,7 +1,10 @@
 /*
- * winograd.c - "cpu.winograd_f2x3" and "cpu.winograd_f4x3": Winograd F(2x2,3x3) and
- * F(4x4,3x3) for 2-D 3x3 convolutions with stride 1, dilation 1 and group 1 (any pads,
- * both layouts).  winograd.h describes the method and the data layout.
+ * winograd.c - "cpu.winograd_f2x3", "cpu.winograd_f4x3" and "cpu.winograd_f6x3":
+ * Winograd F(2x2,3x3), F(4x4,3x3) and F(6x6,3x3) for 2-D 3x3 convolutions with stride 1,
+ * dilation 1 and group 1 (any pads, both layouts).  winograd.h describes the method and
+ * the data layout.  F(6x6,3x3) loses about another order of magnitude of accuracy, so it
+ * is only applicable to problems whose math mode allows reduced precision
+ * (CONVFIND_MATH_ALLOW_TF32: docs/winograd.md).
  *
  * An execution runs four parallel phases: pad X into [N][C][H'][W'], transform the
  * input tiles (per block of channels and group of tiles), the alpha^2 products on
@@ -11,8 +14,9 @@
  * packed once per vector length; packed weights of another ISA level are recomputed into
  * the workspace.
  *
- * F(4x4,3x3) does 4x fewer multiplications than direct convolution, F(2x2,3x3) 2.25x,
- * at the price of larger rounding errors (docs/winograd.md gives measured bounds).
+ * F(6x6,3x3) does 5.06x fewer multiplications than direct convolution, F(4x4,3x3) 4x,
+ * F(2x2,3x3) 2.25x, at the price of larger rounding errors (docs/winograd.md gives
+ * measured bounds).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -29,17 +33,17 @@ static const cf_wg_kernels *wg_kernels(int mt, cf_isa isa)
 #if defined(__x86_64__)
     switch (isa) {
     case CF_ISA_AVX512F:
-        return mt == 2 ? &cf_wg2_avx512 : &cf_wg4_avx512;
+        return mt == 2 ? &cf_wg2_avx512 : mt == 4 ? &cf_wg4_avx512 : &cf_wg6_avx512;
     case CF_ISA_AVX2_FMA:
-        return mt == 2 ? &cf_wg2_avx2 : &cf_wg4_avx2;
+        return mt == 2 ? &cf_wg2_avx2 : mt == 4 ? &cf_wg4_avx2 : &cf_wg6_avx2;
     default:
         break;
     }
 #endif
-    return mt == 2 ? &cf_wg2_portable : &cf_wg4_portable;
+    return mt == 2 ? &cf_wg2_portable : mt == 4 ? &cf_wg4_portable : &cf_wg6_portable;
 }
 
-/* G of F(2x2,3x3) and F(4x4,3x3), alpha x 3. */
+/* G of F(2x2,3x3), F(4x4,3x3) and F(6x6,3x3), alpha x 3. */
 static const double wg_g2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
 static const double wg_g4[6][3] = {{1.0 / 4, 0, 0},
                                    {-1.0 / 6, -1.0 / 6, -1.0 / 6},
@@ -47,11 +51,19 @@ static const double wg_g4[6][3] = {{1.0 / 4, 0, 0},
                                    {1.0 / 24, 1.0 / 12, 1.0 / 6},
                                    {1.0 / 24, -1.0 / 12, 1.0 / 6},
                                    {0, 0, 1}};
+static const double wg_g6[8][3] = {{1, 0, 0},
+                                   {-2.0 / 9, -2.0 / 9, -2.0 / 9},
+                                   {-2.0 / 9, 2.0 / 9, -2.0 / 9},
+                                   {1.0 / 90, 1.0 / 45, 2.0 / 45},
+                                   {1.0 / 90, -1.0 / 45, 2.0 / 45},
+                                   {32.0 / 45, 16.0 / 45, 8.0 / 45},
+                                   {32.0 / 45, -16.0 / 45, 8.0 / 45},
+                                   {0, 0, 1}};
 
 static bool wg_applicable(const cf_problem *p, int mt)
 {
     if (p->op != CONVFIND_OP_CONV || p->dtype != CONVFIND_DTYPE_F32 || p->nsp != 2 ||
-        p->group != 1)
+        p->group != 1 || (mt == 6 && p->math_mode != CONVFIND_MATH_ALLOW_TF32))
         return false;
     for (int a = 0; a < 2; a++)
         if (p->k[a] != 3 || p->stride[a] != 1 || p->dil[a] != 1)
@@ -135,7 +147,7 @@ static void wg_pack(const cf_problem *p, const cf_wg_job *j, const float *w, flo
                     size_t u_pos, float *tmp)
 {
     int alpha = j->alpha, vl = j->vl;
-    const double(*G)[3] = j->mt == 2 ? wg_g2 : wg_g4;
+    const double(*G)[3] = j->mt == 2 ? wg_g2 : j->mt == 4 ? wg_g4 : wg_g6;
     for (int r = 0; r < alpha; r++)
         for (int q = 0; q < alpha; q++) {
             for (int64_t kc = 0; kc < p->m * p->c; kc++) {
@@ -352,7 +364,7 @@ static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, in
     return CONVFIND_OK;
 }
 
-/* The two algorithms: the same code with the tile size bound. */
+/* The three algorithms: the same code with the tile size bound. */
 #define WG_ALGO(MT)                                                                        \
     static bool wg##MT##_applicable(const cf_problem *p) { return wg_applicable(p, MT); }  \
     static convfind_status wg##MT##_workspace(const cf_problem *p, size_t *bytes)          \
@@ -383,3 +395,4 @@ static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, in
 
 WG_ALGO(2)
 WG_ALGO(4)
+WG_ALGO(6)

@@ -1,5 +1,5 @@
 /*
- * winograd.h - the contract between cpu.winograd_f2x3 / cpu.winograd_f4x3 (winograd.c)
+ * winograd.h - the contract between cpu.winograd_f2x3 / _f4x3 / _f6x3 (winograd.c)
  * and their per-ISA transform kernels (winograd_kernels.h, one winograd_<isa>.c each).
  *
  * F(m x m, 3 x 3) with alpha = m + 2: every output tile of m x m pixels is
@@ -30,7 +30,7 @@
 
 typedef struct cf_wg_job {
     const cf_problem *p;
-    int mt, alpha, vl;        /* output tile size (2 or 4), alpha = mt + 2, vector length */
+    int mt, alpha, vl;        /* output tile size (2, 4 or 6), alpha = mt + 2, vector length */
     int64_t tiles_h, tiles_w; /* tiles per image */
     int64_t ntiles;           /* N * tiles_h * tiles_w; tile t = (n * tiles_h + ty) * tiles_w + tx */
     int64_t groups;           /* groups of VL tiles: ceil(ntiles / VL) */
@@ -54,5 +54,6 @@ typedef struct cf_wg_kernels {
 
 extern const cf_wg_kernels cf_wg2_avx512, cf_wg2_avx2, cf_wg2_portable;
 extern const cf_wg_kernels cf_wg4_avx512, cf_wg4_avx2, cf_wg4_portable;
+extern const cf_wg_kernels cf_wg6_avx512, cf_wg6_avx2, cf_wg6_portable;
 
 #endif /* CONVFIND_CPU_WINOGRAD_H */

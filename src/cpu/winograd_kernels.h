@@ -1,11 +1,13 @@
 /*
- * winograd_kernels.h - input and output transforms of F(2x2,3x3) and F(4x4,3x3),
+ * winograd_kernels.h - input and output transforms of F(2x2,3x3), F(4x4,3x3) and F(6x6,3x3),
  * written once over cpu/simd.h (one vector lane per tile) and included by one
  * winograd_<isa>.c per ISA.  winograd.h describes the data they move.
  *
  * The 2-D transforms are the 1-D ones applied to columns, then rows.  The 1-D forms
  * below are B^T, A^T of Lavin and Gray, "Fast Algorithms for Convolutional Neural
- * Networks" (2016), with common subexpressions shared.
+ * Networks" (2016), with common subexpressions shared; F(6x6,3x3) uses the points 0, +-1,
+ * +-2, +-1/2 and infinity (its matrices were checked against direct convolution in double
+ * before they were written down here).
  */
 #include "cpu/simd.h"
 #include "cpu/winograd.h"
@@ -16,8 +18,6 @@
 #define WG_INLINE static inline
 #endif
 
-#define WG_MAX_ALPHA 6
-
 /* d[0..alpha) -> B^T d, with stride `st` between the elements of d and of out. */
 WG_INLINE void wg_in_1d(const int mt, const cf_vf *d, cf_vf *o, const int st)
 {
@@ -26,6 +26,28 @@ WG_INLINE void wg_in_1d(const int mt, const cf_vf *d, cf_vf *o, const int st)
         o[st] = cf_vadd(d[st], d[2 * st]);
         o[2 * st] = cf_vsub(d[2 * st], d[st]);
         o[3 * st] = cf_vsub(d[st], d[3 * st]);
+        return;
+    }
+    if (mt == 6) {
+        cf_vf d0 = d[0], d1 = d[st], d2 = d[2 * st], d3 = d[3 * st], d4 = d[4 * st];
+        cf_vf d5 = d[5 * st], d6 = d[6 * st], d7 = d[7 * st];
+        cf_vf c525 = cf_vbcast(5.25f), c425 = cf_vbcast(4.25f), c125 = cf_vbcast(1.25f);
+        cf_vf c25 = cf_vbcast(2.5f), half = cf_vbcast(0.5f), quarter = cf_vbcast(0.25f);
+        cf_vf two = cf_vbcast(2.0f), four = cf_vbcast(4.0f);
+        o[0] = cf_vfma(c525, cf_vsub(d4, d2), cf_vsub(d0, d6));
+        o[7 * st] = cf_vfma(c525, cf_vsub(d3, d5), cf_vsub(d7, d1));
+        cf_vf t1 = cf_vsub(cf_vadd(d2, d6), cf_vmul(c425, d4));
+        cf_vf t2 = cf_vsub(cf_vadd(d1, d5), cf_vmul(c425, d3));
+        o[st] = cf_vadd(t1, t2);
+        o[2 * st] = cf_vsub(t1, t2);
+        cf_vf t3 = cf_vsub(cf_vfma(quarter, d2, d6), cf_vmul(c125, d4));
+        cf_vf t4 = cf_vfma(two, d5, cf_vsub(cf_vmul(half, d1), cf_vmul(c25, d3)));
+        o[3 * st] = cf_vadd(t3, t4);
+        o[4 * st] = cf_vsub(t3, t4);
+        cf_vf t5 = cf_vfma(four, cf_vsub(d2, cf_vmul(c125, d4)), d6);
+        cf_vf t6 = cf_vfma(half, d5, cf_vsub(cf_vmul(two, d1), cf_vmul(c25, d3)));
+        o[5 * st] = cf_vadd(t5, t6);
+        o[6 * st] = cf_vsub(t5, t6);
         return;
     }
     cf_vf d0 = d[0], d1 = d[st], d2 = d[2 * st], d3 = d[3 * st], d4 = d[4 * st], d5 = d[5 * st];
@@ -44,6 +66,19 @@ WG_INLINE void wg_out_1d(const int mt, const cf_vf *m, cf_vf *o, const int st_in
     if (mt == 2) {
         o[0] = cf_vadd(cf_vadd(m[0], m[st_in]), m[2 * st_in]);
         o[st_out] = cf_vsub(cf_vsub(m[st_in], m[2 * st_in]), m[3 * st_in]);
+        return;
+    }
+    if (mt == 6) {
+        cf_vf a1 = cf_vadd(m[st_in], m[2 * st_in]), b1 = cf_vsub(m[st_in], m[2 * st_in]);
+        cf_vf a2 = cf_vadd(m[3 * st_in], m[4 * st_in]), b2 = cf_vsub(m[3 * st_in], m[4 * st_in]);
+        cf_vf a3 = cf_vadd(m[5 * st_in], m[6 * st_in]), b3 = cf_vsub(m[5 * st_in], m[6 * st_in]);
+        o[0] = cf_vadd(cf_vadd(m[0], a1), cf_vadd(a2, a3));
+        o[st_out] = cf_vfma(cf_vbcast(0.5f), b3, cf_vfma(cf_vbcast(2.0f), b2, b1));
+        o[2 * st_out] = cf_vfma(cf_vbcast(0.25f), a3, cf_vfma(cf_vbcast(4.0f), a2, a1));
+        o[3 * st_out] = cf_vfma(cf_vbcast(0.125f), b3, cf_vfma(cf_vbcast(8.0f), b2, b1));
+        o[4 * st_out] = cf_vfma(cf_vbcast(0.0625f), a3, cf_vfma(cf_vbcast(16.0f), a2, a1));
+        o[5 * st_out] = cf_vadd(cf_vfma(cf_vbcast(0.03125f), b3, cf_vfma(cf_vbcast(32.0f), b2, b1)),
+                                m[7 * st_in]);
         return;
     }
     cf_vf a = cf_vadd(m[st_in], m[2 * st_in]), b = cf_vsub(m[st_in], m[2 * st_in]);
@@ -76,7 +111,10 @@ static wg_lanes wg_lanes_of(const cf_wg_job *j, int64_t g)
     return L;
 }
 
-WG_INLINE void wg_input(const cf_wg_job *j, size_t task, const int mt)
+/* tr, d and t: alpha^2 x CF_VL, alpha^2 and alpha^2 vectors of the caller's (sized per
+ * tile size there, so that F(2x2,3x3) does not carry F(6x6,3x3)'s stack frame). */
+WG_INLINE void wg_input(const cf_wg_job *j, size_t task, const int mt, cf_vf (*tr)[CF_VL],
+                        cf_vf *d, cf_vf *t)
 {
     const int alpha = mt + 2;
     const cf_problem *p = j->p;
@@ -87,7 +125,6 @@ WG_INLINE void wg_input(const cf_wg_job *j, size_t task, const int mt)
         idx[l] = (int32_t)((L.n[l] * p->c * j->hp + L.ty[l] * mt) * j->wp + L.tx[l] * mt);
 
     /* tr[pos][channel] holds VL tiles; transposed per position into [tile][channel]. */
-    cf_vf tr[WG_MAX_ALPHA * WG_MAX_ALPHA][CF_VL];
     for (int l = 0; l < CF_VL; l++) {
         int64_t c = cbi * CF_VL + l;
         if (c >= p->c) {
@@ -96,19 +133,18 @@ WG_INLINE void wg_input(const cf_wg_job *j, size_t task, const int mt)
             continue;
         }
         const float *base = j->xpad + c * j->hp * j->wp;
-        cf_vf d[WG_MAX_ALPHA * WG_MAX_ALPHA], t[WG_MAX_ALPHA * WG_MAX_ALPHA];
-#pragma GCC unroll 6
+#pragma GCC unroll 8
         for (int r = 0; r < alpha; r++)
-#pragma GCC unroll 6
+#pragma GCC unroll 8
             for (int q = 0; q < alpha; q++)
                 d[r * alpha + q] = cf_vgather(base, (int32_t)(r * j->wp + q), idx, L.mask);
-#pragma GCC unroll 6
+#pragma GCC unroll 8
         for (int q = 0; q < alpha; q++)
             wg_in_1d(mt, d + q, t + q, alpha); /* columns */
-#pragma GCC unroll 6
+#pragma GCC unroll 8
         for (int r = 0; r < alpha; r++)
             wg_in_1d(mt, t + r * alpha, d + r * alpha, 1); /* rows */
-#pragma GCC unroll 36
+#pragma GCC unroll 64
         for (int pos = 0; pos < alpha * alpha; pos++)
             tr[pos][l] = d[pos];
     }
@@ -120,8 +156,10 @@ WG_INLINE void wg_input(const cf_wg_job *j, size_t task, const int mt)
     }
 }
 
-/* One tile t, output channels [k0, k0 + VL). */
-WG_INLINE void wg_output_tile(const cf_wg_job *j, int64_t t, int64_t k0, const int mt)
+/* One tile t, output channels [k0, k0 + VL); m, tt and y: alpha^2, mt x alpha and
+ * mt^2 vectors of the caller's. */
+WG_INLINE void wg_output_tile(const cf_wg_job *j, int64_t t, int64_t k0, const int mt,
+                              cf_vf *m, cf_vf *tt, cf_vf *y)
 {
     const int alpha = mt + 2;
     const cf_problem *p = j->p;
@@ -131,14 +169,13 @@ WG_INLINE void wg_output_tile(const cf_wg_job *j, int64_t t, int64_t k0, const i
     int64_t oh_n = p->out[0], ow_n = p->out[1];
 
     const float *src = j->mo + (size_t)(t * j->kb * CF_VL + k0);
-    cf_vf m[WG_MAX_ALPHA * WG_MAX_ALPHA], tt[WG_MAX_ALPHA * 4], y[16];
-#pragma GCC unroll 36
+#pragma GCC unroll 64
     for (int pos = 0; pos < alpha * alpha; pos++)
         m[pos] = cf_vload(src + pos * j->mo_pos);
-#pragma GCC unroll 6
+#pragma GCC unroll 8
     for (int q = 0; q < alpha; q++)
         wg_out_1d(mt, m + q, tt + q, alpha, alpha); /* columns: tt is mt x alpha */
-#pragma GCC unroll 4
+#pragma GCC unroll 6
     for (int r = 0; r < mt; r++)
         wg_out_1d(mt, tt + r * alpha, y + r * mt, 1, 1); /* rows */
 
@@ -168,18 +205,30 @@ WG_INLINE void wg_output_tile(const cf_wg_job *j, int64_t t, int64_t k0, const i
 }
 
 /* A whole row of tiles per task, so that two threads never write the same lines of Y. */
-WG_INLINE void wg_output(const cf_wg_job *j, size_t task, const int mt)
+WG_INLINE void wg_output(const cf_wg_job *j, size_t task, const int mt, cf_vf *m, cf_vf *tt,
+                         cf_vf *y)
 {
     int64_t rows = j->ntiles / j->tiles_w; /* tile rows over all images */
     int64_t k0 = (int64_t)task / rows * CF_VL, row = (int64_t)task % rows;
     for (int64_t t = row * j->tiles_w; t < (row + 1) * j->tiles_w; t++)
-        wg_output_tile(j, t, k0, mt);
+        wg_output_tile(j, t, k0, mt, m, tt, y);
 }
 
-static void wg2_input(const cf_wg_job *j, size_t task) { wg_input(j, task, 2); }
-static void wg4_input(const cf_wg_job *j, size_t task) { wg_input(j, task, 4); }
-static void wg2_output(const cf_wg_job *j, size_t task) { wg_output(j, task, 2); }
-static void wg4_output(const cf_wg_job *j, size_t task) { wg_output(j, task, 4); }
+/* The kernels of one tile size MT, with buffers of that size. */
+#define WG_KERNELS(MT)                                                                     \
+    static void wg##MT##_input(const cf_wg_job *j, size_t task)                           \
+    {                                                                                      \
+        cf_vf tr[(MT + 2) * (MT + 2)][CF_VL], d[(MT + 2) * (MT + 2)], t[(MT + 2) * (MT + 2)]; \
+        wg_input(j, task, MT, tr, d, t);                                                   \
+    }                                                                                      \
+    static void wg##MT##_output(const cf_wg_job *j, size_t task)                          \
+    {                                                                                      \
+        cf_vf m[(MT + 2) * (MT + 2)], tt[MT * (MT + 2)], y[MT * MT];                       \
+        wg_output(j, task, MT, m, tt, y);                                                  \
+    }                                                                                      \
+    const cf_wg_kernels CF_SIMD_SYM(cf_wg##MT) = {                                         \
+        .vl = CF_VL, .input = wg##MT##_input, .output = wg##MT##_output};
 
-const cf_wg_kernels CF_SIMD_SYM(cf_wg2) = {.vl = CF_VL, .input = wg2_input, .output = wg2_output};
-const cf_wg_kernels CF_SIMD_SYM(cf_wg4) = {.vl = CF_VL, .input = wg4_input, .output = wg4_output};
+WG_KERNELS(2)
+WG_KERNELS(4)
+WG_KERNELS(6)

@@ -82,6 +82,7 @@ typedef struct tconv {
     convfind_layout layout;
     bool bias, residual;
     convfind_activation act;
+    bool relaxed; /* math mode CONVFIND_MATH_ALLOW_TF32 (reduced precision allowed) */
 } tconv;
 
 /* Makes the problem; returns NULL (and the test skips it) only when the random attributes
@@ -91,6 +92,7 @@ static convfind_problem *make_problem(const tconv *t)
     convfind_conv_desc d;
     convfind_conv_desc_init(&d);
     d.layout = t->layout;
+    d.math_mode = t->relaxed ? CONVFIND_MATH_ALLOW_TF32 : CONVFIND_MATH_STRICT;
     d.x_rank = d.w_rank = t->nsp + 2;
     d.x_dims[0] = t->n;
     d.x_dims[1] = t->c;
@@ -270,6 +272,13 @@ static void gen_winograd(rng *r, tconv *t)
     for (int a = 0; a < 2; a++)
         random_axis(r, t, a, 3, 1, 1, 23);
     random_epilogue(r, t);
+}
+
+/* F(6x6,3x3)'s: Winograd's, in problems that allow reduced precision. */
+static void gen_winograd6(rng *r, tconv *t)
+{
+    gen_winograd(r, t);
+    t->relaxed = true;
 }
 
 /* cpu.direct_small_c's domain: at most 8 input channels per group (mostly group 1,
@@ -558,10 +567,11 @@ static void test_depthwise_applicability(void **state)
 }
 
 /* c_family for Winograd: the measured worst err / ((L + 2) u mag_plane) was about 0.2
- * (F2) and 5 (F4) over these problems at every level (docs/winograd.md); the constants
- * leave a margin of 3x or more and stay far below the cost of a wrong tap. */
+ * (F2), 5 (F4) and 10 (F6) over these problems at every level (docs/winograd.md); the
+ * constants leave a margin of 3x or more and stay far below the cost of a wrong tap. */
 static const family winograd_f2 = {"cpu.winograd_f2x3", gen_winograd, 1.0, true};
 static const family winograd_f4 = {"cpu.winograd_f4x3", gen_winograd, 16.0, true};
+static const family winograd_f6 = {"cpu.winograd_f6x3", gen_winograd6, 64.0, true};
 
 static void test_winograd_f2_random(void **state)
 {
@@ -575,11 +585,18 @@ static void test_winograd_f4_random(void **state)
     check_family(&winograd_f4);
 }
 
+static void test_winograd_f6_random(void **state)
+{
+    (void)state;
+    check_family(&winograd_f6);
+}
+
 static void test_winograd_packed_across_levels(void **state)
 {
     (void)state;
     check_packed_across_levels(winograd_f2.algo, gen_winograd);
     check_packed_across_levels(winograd_f4.algo, gen_winograd);
+    check_packed_across_levels(winograd_f6.algo, gen_winograd6);
 }
 
 static void test_winograd_small_workspace(void **state)
@@ -587,18 +604,20 @@ static void test_winograd_small_workspace(void **state)
     (void)state;
     check_small_workspace(winograd_f2.algo, gen_winograd);
     check_small_workspace(winograd_f4.algo, gen_winograd);
+    check_small_workspace(winograd_f6.algo, gen_winograd6);
 }
 
-/* Only 2-D 3x3 stride 1 dilation 1 group 1. */
+/* Only 2-D 3x3 stride 1 dilation 1 group 1; F(6x6,3x3) only where the math mode allows
+ * reduced precision. */
 static void test_winograd_applicability(void **state)
 {
     (void)state;
     rng r = {11};
     tconv t;
-    gen_winograd(&r, &t);
+    gen_winograd6(&r, &t);
     convfind_problem *p = make_problem(&t);
-    const char *names[2] = {winograd_f2.algo, winograd_f4.algo};
-    for (int i = 0; i < 2; i++) {
+    const char *names[3] = {winograd_f2.algo, winograd_f4.algo, winograd_f6.algo};
+    for (int i = 0; i < 3; i++) {
         const cf_algo *algo = cf_registry_find(names[i]);
         assert_non_null(algo);
         cf_problem q = *p;
@@ -617,6 +636,9 @@ static void test_winograd_applicability(void **state)
         q = *p;
         q.op = CONVFIND_OP_CONV_TRANSPOSE;
         assert_false(algo->applicable(&q));
+        q = *p;
+        q.math_mode = CONVFIND_MATH_STRICT;
+        assert_true(algo->applicable(&q) == (i < 2));
     }
     convfind_problem_destroy(p);
 }
@@ -790,6 +812,7 @@ int main(void)
         cmocka_unit_test(test_depthwise_applicability),
         cmocka_unit_test(test_winograd_f2_random),
         cmocka_unit_test(test_winograd_f4_random),
+        cmocka_unit_test(test_winograd_f6_random),
         cmocka_unit_test(test_winograd_packed_across_levels),
         cmocka_unit_test(test_winograd_small_workspace),
         cmocka_unit_test(test_winograd_applicability),
