@@ -193,7 +193,7 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
                 cf_cudnn_enumerate(t->handle, p, layouts[l], l >= 2, unlisted, c[l], each[l],
                                    &n[l]) != CONVFIND_OK)
                 n[l] = 0;
-        for (int i = 0; i < CF_CUDA_MAX_VARIANTS / 3 && count < cap; i++)
+        for (int i = 0; i < each[0] && count < cap; i++) /* each[0]: the longest */
             for (int l = 0; l < LISTS; l++)
                 if (i < n[l] && count < cap &&
                     cf_cudnn_config_name(&c[l][i], names[count], 64))

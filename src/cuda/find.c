@@ -109,7 +109,8 @@ static bool cancelled(const cf_find_config *cfg)
 }
 
 /* How far from cuda.direct candidate `algo` may be, normwise relative: split
- * configurations (graph.h) are held to f32's accuracy, not to the strict tolerance. */
+ * configurations (graph.h) are held to CF_CUDNN_SPLIT_TOL, tighter than the strict
+ * tolerance, because their accuracy depends on the engine. */
 static double tolerance(const cf_problem *p, const char *algo)
 {
     if (p->dtype != CONVFIND_DTYPE_F32)

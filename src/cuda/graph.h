@@ -11,16 +11,17 @@
  * without pads (cf_cudnn_engine_problem) and a window kernel pads X before it (Conv)
  * or crops and pads Y after it (ConvTranspose).
  *
- * Split configurations run an f32 Conv under strict math on TF32 tensor cores without
- * giving up f32 accuracy (the "3xTF32" method): X = Xh + Xl and W = Wh + Wl, where Xh
- * and Wh are X and W rounded to TF32 (10 mantissa bits) and Xl, Wl the exact f32
- * remainders; X * W = Xh*Wh + Xh*Wl + Xl*Wh + Xl*Wl, and the last term, about 2^-22 of
+ * Split configurations run an f32 Conv under strict math on TF32 tensor cores at close
+ * to f32 accuracy (the "3xTF32" method; how close depends on the engine, below):
+ * X = Xh + Xl and W = Wh + Wl, where Xh and Wh are X and W rounded to TF32 (10 mantissa
+ * bits) and Xl, Wl the exact f32 remainders; X * W = Xh*Wh + Xh*Wl + Xl*Wh + Xl*Wl, and the last term, about 2^-22 of
  * the first, is dropped.  The three others are one convolution with three times the
  * input channels of each group: X3 = [Xh, Xh, Xl] and W3 = [Wh, Wl, Wh] along C, run by
  * a tensor-core engine that accumulates in f32.  Each product of TF32 values is exact in
- * f32, so the error is that of f32 accumulation plus the TF32 rounding of the
- * remainders, about 2^-21 of each product: docs/cuda.md gives the measured errors next
- * to the plain f32 engines'.  Only Conv with f32 data and strict math has split
+ * f32, so the error is the engine's accumulation error plus the TF32 rounding of the
+ * remainders, about 2^-21 of each product; the accumulation differs between engines
+ * (measured 5e-7 to 4.5e-5 on ResNet-50's layers, against at most 4.2e-6 for plain f32:
+ * docs/cuda.md).  Only Conv with f32 data and strict math has split
  * configurations (cf_cudnn_splittable), and only a validating Find tries them, holding
  * each to CF_CUDNN_SPLIT_TOL.
  *
@@ -61,8 +62,8 @@ bool cf_cudnn_expressible(const cf_problem *p);
 /* The normwise relative error, against the reference, within which a validating Find
  * accepts a split configuration: a tenth of the strict f32 tolerance.  Plain f32 engines
  * stayed within 4.2e-6 on ResNet-50's layers (Winograd included), split ones reached
- * 4.5e-5 on some engines whose accumulation loses more (docs/cuda.md); this bound keeps
- * the split configurations whose results are as good as f32's. */
+ * 4.5e-5 on some engines whose accumulation loses more (docs/cuda.md); this bound admits
+ * split results up to about 2.5x the plain engines' worst, and rejects the rest. */
 #define CF_CUDNN_SPLIT_TOL 1e-5
 
 /* Whether `name` is a split configuration's. */
