@@ -1,6 +1,8 @@
 /*
  * depthwise.c - "cpu.depthwise": depthwise Conv (group == C, any channel multiplier),
- * native in both layouts (depthwise.h says how each is vectorised).
+ * native in both layouts (depthwise.h says how each is vectorised); and
+ * "cpu.depthwise_3x3", the 3x3 stride-1 and stride-2 NCHW layers of MobileNets without
+ * transposes (at the end of this file).
  *
  * Depthwise layers do about 2 * k_sp FLOPs per output, so they are bound by memory
  * traffic and shuffles, not FMAs, and are judged in bytes per second: every path reads
@@ -116,15 +118,23 @@ static dw_ws dw_ws_of(const cf_problem *p, const cf_dw_job *j)
     return w;
 }
 
-static cf_dw_job dw_job_of(const cf_problem *p)
+/* The job of `p` on the tensors of `a` (none when a is NULL: sizes only). */
+static cf_dw_job dw_job_of(const cf_problem *p, const cf_exec_args *a)
 {
     cf_dw_job j = {.p = p, .s = cf_geom3_of(p), .mult = p->m / p->c, .ntaps = p->k_sp};
+    if (a) {
+        j.x = a->x;
+        j.w = a->w;
+        j.b = a->b;
+        j.z = a->z;
+        j.y = a->y;
+    }
     return j;
 }
 
 static convfind_status dw_workspace(const cf_problem *p, size_t *bytes)
 {
-    cf_dw_job j = dw_job_of(p);
+    cf_dw_job j = dw_job_of(p, NULL);
     dw_ws w = dw_ws_of(p, &j);
     if (w.total.overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.depthwise workspace for %lld channels of "
@@ -139,31 +149,24 @@ static convfind_status dw_workspace(const cf_problem *p, size_t *bytes)
 #define DW_TASK_OUTPUTS 4096
 
 typedef struct dw_run {
-    const cf_dw_kernels *k;
+    void (*unit)(const cf_dw_job *j, size_t index); /* a kernel's row or plane */
     const cf_dw_job *j;
     size_t per_task, count; /* rows or planes per task, and in all */
 } dw_run;
 
-static void dw_row_task(void *arg, size_t index)
+static void dw_units_task(void *arg, size_t index)
 {
     const dw_run *r = arg;
     for (size_t i = index * r->per_task; i < r->count && i < (index + 1) * r->per_task; i++)
-        r->k->nhwc_row(r->j, i);
+        r->unit(r->j, i);
 }
 
-static void dw_plane_task(void *arg, size_t index)
-{
-    const dw_run *r = arg;
-    for (size_t i = index * r->per_task; i < r->count && i < (index + 1) * r->per_task; i++)
-        r->k->nchw_plane(r->j, i);
-}
-
-/* Splits `count` units of `outputs` outputs each into tasks of about DW_TASK_OUTPUTS. */
-static size_t dw_split(dw_run *r, size_t count, size_t outputs)
+/* Runs `count` units of `outputs` outputs each, in tasks of about DW_TASK_OUTPUTS. */
+static void dw_run_units(cf_threadpool *pool, dw_run *r, size_t count, size_t outputs)
 {
     r->count = count;
     r->per_task = outputs >= DW_TASK_OUTPUTS ? 1 : DW_TASK_OUTPUTS / (outputs ? outputs : 1);
-    return (count + r->per_task - 1) / r->per_task;
+    cf_parallel_for(pool, (count + r->per_task - 1) / r->per_task, dw_units_task, r);
 }
 
 /* W as [M / vl][tap][vl], channels past M zero: one vector load per tap and block of
@@ -243,7 +246,7 @@ static void dw_repeat_task(void *arg, size_t index)
 static convfind_status dw_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
 {
     (void)state;
-    cf_dw_job j = dw_job_of(p);
+    cf_dw_job j = dw_job_of(p, a);
     dw_ws ws = dw_ws_of(p, &j);
     if (ws.total.overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.depthwise workspace does not fit in size_t");
@@ -251,13 +254,8 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE, "cpu.depthwise needs %zu bytes of workspace, "
                        "got %zu", ws.total.bytes, a->workspace_size);
     char *base = a->workspace;
-    j.x = a->x;
-    j.w = a->w;
-    j.b = a->b;
-    j.z = a->z;
-    j.y = a->y;
-    dw_run run = {dw_kernels(), &j, 1, 0};
-    int vl = run.k->vl;
+    const cf_dw_kernels *k = dw_kernels();
+    int vl = k->vl;
     bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
     int64_t threads = cf_threadpool_size(a->pool);
     bool blocked = !nhwc && dw_blocked_plan(&j, vl, threads);
@@ -272,7 +270,7 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
         }
     }
     if (blocked) {
-        dw_blocked_run br = {run.k, &j};
+        dw_blocked_run br = {k, &j};
         cf_parallel_for(a->pool, (size_t)(p->n * j.cblocks * j.bands), dw_blocked_task, &br);
     } else if (nhwc) {
         j.xc = p->c;
@@ -282,12 +280,12 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
             j.x = rep.dst;
             j.xc = p->m;
         }
-        size_t tasks = dw_split(&run, (size_t)(p->n * j.s.out[0] * j.s.out[1]),
-                                (size_t)(j.s.out[2] * p->m));
-        cf_parallel_for(a->pool, tasks, dw_row_task, &run);
+        dw_run run = {k->nhwc_row, &j, 0, 0};
+        dw_run_units(a->pool, &run, (size_t)(p->n * j.s.out[0] * j.s.out[1]),
+                     (size_t)(j.s.out[2] * p->m));
     } else {
-        size_t tasks = dw_split(&run, (size_t)(p->n * p->m), (size_t)p->out_sp);
-        cf_parallel_for(a->pool, tasks, dw_plane_task, &run);
+        dw_run run = {k->nchw_plane, &j, 0, 0};
+        dw_run_units(a->pool, &run, (size_t)(p->n * p->m), (size_t)p->out_sp);
     }
     return CONVFIND_OK;
 }
@@ -302,4 +300,52 @@ const cf_algo cf_algo_cpu_depthwise = {
     .pack_weights = dw_pack_weights,
     .free_packed = dw_free_packed,
     .execute = dw_execute,
+};
+
+/* "cpu.depthwise_3x3": the 3x3 depthwise Conv of MobileNets and EfficientNets at
+ * strides 1 and 2, NCHW in and out, without the channel-block kernel's transposes: X is
+ * read and Y written in place, every tap under lane masks for the plane's edges
+ * (depthwise.h).  Its FMAs and loads cost about what the channel-block kernel's sums
+ * alone cost, plus masked loads per tap on the first and last rows of a plane, so it
+ * wins on long planes and loses on 7x7 ones; Find measures which is faster per problem.
+ * W is read as ONNX stores it: there is nothing to pack. */
+static bool dw_3x3_applicable(const cf_problem *p)
+{
+    if (!dw_applicable(p) || p->m != p->c || p->layout != CONVFIND_LAYOUT_NCHW || p->nsp != 2)
+        return false;
+    int64_t s = p->stride[0];
+    if (s != p->stride[1] || (s != 1 && s != 2))
+        return false;
+    /* Stride 2 takes an end pad of at most 1, so that a row ends in at most one partial
+     * vector (depthwise_kernels.h). */
+    for (int a = 0; a < 2; a++)
+        if (p->k[a] != 3 || p->dil[a] != 1 || p->pad_begin[a] != 1 ||
+            (s == 1 ? p->pad_end[a] != 1 : p->pad_end[a] > 1))
+            return false;
+    return true;
+}
+
+static convfind_status dw_3x3_workspace(const cf_problem *p, size_t *bytes)
+{
+    (void)p;
+    *bytes = 0;
+    return CONVFIND_OK;
+}
+
+static convfind_status dw_3x3_execute(const cf_problem *p, const void *state,
+                                      const cf_exec_args *a)
+{
+    (void)state;
+    cf_dw_job j = dw_job_of(p, a);
+    dw_run run = {dw_kernels()->nchw_3x3, &j, 0, 0};
+    dw_run_units(a->pool, &run, (size_t)(p->n * p->m), (size_t)p->out_sp);
+    return CONVFIND_OK;
+}
+
+const cf_algo cf_algo_cpu_depthwise_3x3 = {
+    .name = "cpu.depthwise_3x3",
+    .family = "depthwise",
+    .applicable = dw_3x3_applicable,
+    .workspace = dw_3x3_workspace,
+    .execute = dw_3x3_execute,
 };

@@ -21,6 +21,13 @@
  *         even lanes of two vectors (stride 2) where a vector's window lies inside the
  *         row, a masked gather at the row ends (and for larger strides); rows outside
  *         the input are skipped per output row.
+ *   NCHW 3x3 planes (cpu.depthwise_3x3: 2-D, 3x3, multiplier 1, stride 1 with one pixel of
+ *         padding on every side, or stride 2 with one at the start of each axis): one task
+ *         per plane or run of planes, X read and Y written in place, no transposes.
+ *         Stride 1 reads each plane as one flat array, vectors running on across rows and
+ *         every tap a fixed offset under lane masks for the plane's edges; stride 2 runs
+ *         vectors along output rows, each input row loaded once per output vector and
+ *         split into even and odd columns (depthwise_kernels.h).
  */
 #ifndef CONVFIND_CPU_DEPTHWISE_H
 #define CONVFIND_CPU_DEPTHWISE_H
@@ -65,6 +72,8 @@ typedef struct cf_dw_kernels {
     void (*nchw_plane)(const cf_dw_job *job, size_t plane); /* plane = n*M + m */
     /* unit = (n * cblocks + channel block) * bands + band */
     void (*nchw_blocked)(const cf_dw_job *job, size_t unit);
+    /* cpu.depthwise_3x3: one (image, channel) plane; W as ONNX stores it (job->w) */
+    void (*nchw_3x3)(const cf_dw_job *job, size_t plane);
     int vl; /* CF_VL of these kernels: the channel block, and the packed weights' block */
 } cf_dw_kernels;
 

@@ -1,5 +1,6 @@
 /*
- * depthwise_avx2.c - cpu.depthwise's kernels for AVX2 + FMA (flags set per file in CMakeLists.txt).
+ * depthwise_avx2.c - cpu.depthwise's and cpu.depthwise_3x3's kernels for AVX2 + FMA (flags
+ * set per file in CMakeLists.txt).
  * Empty on other architectures; the driver only calls it when cf_isa_active() allows.
  */
 #if defined(__x86_64__)

@@ -1,7 +1,7 @@
 /*
  * depthwise_kernels.h - cpu.depthwise's row (NHWC), channel-block (NCHW 1-D and 2-D)
- * and plane (other NCHW) kernels, written once over cpu/simd.h and included by one
- * depthwise_<isa>.c per ISA.
+ * and plane (other NCHW) kernels, and cpu.depthwise_3x3's plane kernel (NCHW 3x3,
+ * strides 1 and 2), written once over cpu/simd.h and included by one depthwise_<isa>.c per ISA.
  *
  * Depthwise convolution does a handful of FMAs per loaded value, so these kernels aim
  * at memory traffic and shuffles, not FMA throughput: weights are loaded once per run
@@ -546,9 +546,258 @@ static void dw_nchw_blocked(const cf_dw_job *j, size_t unit)
         dw_sums_out(j, sums, (int)pend, dst, j->z ? zp : NULL, cnt, pos);
 }
 
+/* ---- cpu.depthwise_3x3: 3x3 planes read in place, stride 1 or 2, NCHW ---- */
+
+/* Lanes l < n of a vector, as bits. */
+static inline unsigned dw_lanes_below(int64_t n)
+{
+    return n <= 0 ? 0u : n >= CF_VL ? (unsigned)((1ull << CF_VL) - 1u) : (1u << n) - 1u;
+}
+
+/* Lanes whose column is not the one that lane `first` starts (every W-th lane from
+ * `first` on, `pat` having a bit at each multiple of W below CF_VL): the lanes that may
+ * read their left neighbour (first = the lanes in column 0) or their right one (first =
+ * the lanes in column W - 1). */
+static inline unsigned dw_flat_cols(unsigned pat, int64_t first)
+{
+    return dw_lanes_below(CF_VL) & ~(first < CF_VL ? pat << first : 0u);
+}
+
+/* Kernel row `w` (3 taps) over the vector at q, one row of the plane above, at or below
+ * the output vector: lanes outside `rows` read zeros, and so do the left taps of lanes
+ * outside lv and the right taps of lanes outside rv.  Masked loads: no lane reads
+ * outside the plane. */
+DW_INLINE cf_vf dw_flat_edge_row(const float *q, const cf_vf *w, unsigned rows, unsigned lv,
+                                 unsigned rv, cf_vf acc)
+{
+    acc = cf_vfma(w[0], cf_vload_mask(q - 1, rows & lv), acc);
+    acc = cf_vfma(w[1], cf_vload_mask(q, rows), acc);
+    return cf_vfma(w[2], cf_vload_mask(q + 1, rows & rv), acc);
+}
+
+/* The first n lanes of acc, plus the residual, through the activation into y. */
+DW_INLINE void dw_3x3_out(cf_vf acc, const float *z, float *y, int64_t n,
+                          convfind_activation act, float alpha, float beta)
+{
+    if (n == CF_VL) {
+        if (z)
+            acc = cf_vadd(acc, cf_vload(z));
+        cf_vstore(y, cf_vactivate(acc, act, alpha, beta));
+    } else {
+        if (z)
+            acc = cf_vadd(acc, cf_vload_n(z, (int)n));
+        cf_vstore_n(y, cf_vactivate(acc, act, alpha, beta), (int)n);
+    }
+}
+
+/* Stride 1 (pads 1, so Y's plane is X's): the plane as one flat array.  Output vector k
+ * holds positions k * CF_VL .. + CF_VL - 1, running on across rows, and tap (dy, dx) of
+ * every lane is the input at the same position plus dy * W + dx.  What keeps the taps
+ * inside the plane are lane masks: columns 0 and W - 1 (whose pattern moves by CF_VL
+ * mod W lanes per vector, tracked without a division) and, near the top and bottom, the
+ * first and last rows.  Vectors whose every lane has both neighbouring rows, and whose
+ * neighbours' vectors lie inside the plane, take the fast path: the rows above and at
+ * the output are read once each and shifted in registers for the side taps, the row
+ * below loaded per tap, three accumulators (one per kernel row) to cover the FMA
+ * latency. */
+DW_INLINE void dw_3x3s1_plane(const cf_dw_job *j, const float *x, float *y, const float *z,
+                              const cf_vf *w, cf_vf bias, convfind_activation act)
+{
+    const cf_problem *p = j->p;
+    const int64_t wd = j->s.in[2], hw = p->in_sp, nvec = (hw + CF_VL - 1) / CF_VL;
+    const float alpha = p->alpha, beta = p->beta;
+    unsigned pat = 0;
+    for (int64_t l = 0; l < CF_VL; l += wd)
+        pat |= 1u << l;
+    const int64_t step = CF_VL % wd;
+    int64_t l0 = 0; /* the first lane in column 0 */
+    /* The fast path's vectors: from the first whose row above starts a whole vector
+     * into the plane to the last whose row below and next vector end inside it. */
+    const int64_t k_a = (wd + 2 * CF_VL - 1) / CF_VL;
+    const int64_t rest = hw - CF_VL - (wd > CF_VL ? wd : CF_VL);
+    const int64_t k_b = rest >= 0 ? rest / CF_VL + 1 : 0; /* one past the last */
+    int64_t k = 0;
+    for (;;) {
+        for (; k < nvec && (k < k_a || k >= k_b); k++) {
+            int64_t p0 = k * CF_VL, n = hw - p0 < CF_VL ? hw - p0 : CF_VL;
+            unsigned lv = dw_flat_cols(pat, l0), rv = dw_flat_cols(pat, l0 ? l0 - 1 : wd - 1);
+            unsigned tail = dw_lanes_below(n);
+            unsigned up = tail & ~dw_lanes_below(wd - p0), down = dw_lanes_below(hw - wd - p0);
+            const float *q = x + p0;
+            cf_vf a0 = dw_flat_edge_row(q - wd, w, up, lv, rv, bias);
+            cf_vf a1 = dw_flat_edge_row(q, w + 3, tail, lv, rv, cf_vzero());
+            cf_vf a2 = dw_flat_edge_row(q + wd, w + 6, down, lv, rv, cf_vzero());
+            dw_3x3_out(cf_vadd(a0, cf_vadd(a1, a2)), z ? z + p0 : NULL, y + p0, n, act, alpha,
+                       beta);
+            l0 -= step;
+            l0 += l0 < 0 ? wd : 0;
+        }
+        if (k >= nvec)
+            break;
+        const float *q = x + k * CF_VL;
+        cf_vf vp = cf_vload(q - CF_VL), v = cf_vload(q);
+        cf_vf up = cf_vload(q - wd - CF_VL), u = cf_vload(q - wd);
+        for (; k < k_b; k++, q += CF_VL) {
+            unsigned lv = dw_flat_cols(pat, l0), rv = dw_flat_cols(pat, l0 ? l0 - 1 : wd - 1);
+            cf_vf vn = cf_vload(q + CF_VL), un = cf_vload(q - wd + CF_VL);
+            cf_vf a0 = cf_vfma(w[4], v, bias);
+            cf_vf a1 = cf_vmul(w[1], u);
+            cf_vf a2 = cf_vmul(w[7], cf_vload(q + wd));
+            a0 = cf_vfma_mask(w[3], cf_vshift(vp, v, CF_VL - 1), a0, lv);
+            a1 = cf_vfma_mask(w[0], cf_vshift(up, u, CF_VL - 1), a1, lv);
+            a2 = cf_vfma(w[6], cf_vload_mask(q + wd - 1, lv), a2);
+            a0 = cf_vfma_mask(w[5], cf_vshift(v, vn, 1), a0, rv);
+            a1 = cf_vfma_mask(w[2], cf_vshift(u, un, 1), a1, rv);
+            a2 = cf_vfma(w[8], cf_vload_mask(q + wd + 1, rv), a2);
+            size_t p0 = (size_t)(k * CF_VL);
+            dw_3x3_out(cf_vadd(a0, cf_vadd(a1, a2)), z ? z + p0 : NULL, y + p0, CF_VL, act,
+                       alpha, beta);
+            vp = v;
+            v = vn;
+            up = u;
+            u = un;
+            l0 -= step;
+            l0 += l0 < 0 ? wd : 0;
+        }
+    }
+}
+
+/* Kernel row w's three taps for the output vector whose input columns 2 ox .. 2 ox +
+ * 2 CF_VL - 1 are a, b, added to acc; *odd carries the odd columns from one vector to
+ * the next.  Columns 2 ox and 2 ox + 1 are the even and odd lanes of a, b, and column
+ * 2 ox - 1 the odd lanes shifted by one lane, the previous vector's last one shifted
+ * in, so each input row is loaded once per output vector and no tap needs a load of
+ * its own. */
+DW_INLINE cf_vf dw_s2_taps(const cf_vf *w, cf_vf a, cf_vf b, cf_vf *odd, cf_vf acc)
+{
+    cf_vf o = cf_vodd(a, b);
+    acc = cf_vfma(w[0], cf_vshift(*odd, o, CF_VL - 1), acc);
+    acc = cf_vfma(w[1], cf_veven(a, b), acc);
+    *odd = o;
+    return cf_vfma(w[2], o, acc);
+}
+
+/* The output columns of a stride-2 row: `fast` whole vectors whose input columns lie
+ * inside the row, then at most one more vector of n outputs whose two input vectors
+ * read the lanes ma, mb (the rest is past the row's end).  The same for every row. */
+typedef struct dw_s2_cols {
+    int64_t fast, n;
+    unsigned ma, mb;
+} dw_s2_cols;
+
+/* Kernel rows r = 0..2 of one output vector, input columns from 2 ox on, under the
+ * masks ma & on[r], mb & on[r]; three accumulators, one per kernel row. */
+DW_INLINE cf_vf dw_s2_vector(const float *const *rows, const unsigned *on, int64_t ox,
+                             unsigned ma, unsigned mb, const cf_vf *w, cf_vf *odd, cf_vf bias)
+{
+    cf_vf acc[3];
+    for (int r = 0; r < 3; r++) {
+        const float *q = rows[r] + 2 * ox;
+        acc[r] = dw_s2_taps(w + 3 * r, cf_vload_mask(q, ma & on[r]),
+                            cf_vload_mask(q + CF_VL, mb & on[r]), &odd[r], r ? cf_vzero() : bias);
+    }
+    return cf_vadd(acc[0], cf_vadd(acc[1], acc[2]));
+}
+
+/* One output row at stride 2: vectors along it, each reading the 2 CF_VL input columns
+ * from 2 ox on of its three input rows.  `on[r]` masks off kernel rows outside the input
+ * (inlined with constant all-on masks for the rows between, whose whole vectors then
+ * load without masks).  Column -1, the padding, is the zero the odd lanes start from. */
+DW_INLINE void dw_3x3s2_row(const cf_dw_job *j, const float *const *rows, const unsigned *on,
+                            const dw_s2_cols *c, float *y, const float *z, const cf_vf *w,
+                            cf_vf bias, convfind_activation act)
+{
+    const float alpha = j->p->alpha, beta = j->p->beta;
+    cf_vf odd[3] = {cf_vzero(), cf_vzero(), cf_vzero()};
+    int64_t ox = 0;
+    for (int64_t v = 0; v < c->fast; v++, ox += CF_VL)
+        dw_3x3_out(dw_s2_vector(rows, on, ox, ~0u, ~0u, w, odd, bias), z ? z + ox : NULL, y + ox,
+                   CF_VL, act, alpha, beta);
+    if (c->n)
+        dw_3x3_out(dw_s2_vector(rows, on, ox, c->ma, c->mb, w, odd, bias), z ? z + ox : NULL,
+                   y + ox, c->n, act, alpha, beta);
+}
+
+/* Output row oy at stride 2 with row masks: kernel rows outside the input read nothing. */
+DW_INLINE void dw_3x3s2_edge_row(const cf_dw_job *j, const float *x, int64_t oy,
+                                 const dw_s2_cols *c, float *y, const float *z, const cf_vf *w,
+                                 cf_vf bias, convfind_activation act)
+{
+    const int64_t hi = j->s.in[1], wi = j->s.in[2], wo = j->s.out[2];
+    const float *rows[3];
+    unsigned on[3];
+    for (int r = 0; r < 3; r++) {
+        int64_t iy = 2 * oy - 1 + r;
+        bool in = iy >= 0 && iy < hi;
+        rows[r] = in ? x + iy * wi : x;
+        on[r] = in ? ~0u : 0u;
+    }
+    dw_3x3s2_row(j, rows, on, c, y + oy * wo, z ? z + oy * wo : NULL, w, bias, act);
+}
+
+/* Stride 2 (pads 1 at the start of each axis, at most 1 at the end): vectors along each
+ * output row.  Rows whose three input rows all lie inside the input (all but the first
+ * and perhaps the last) run without row masks. */
+DW_INLINE void dw_3x3s2_plane(const cf_dw_job *j, const float *x, float *y, const float *z,
+                              const cf_vf *w, cf_vf bias, convfind_activation act)
+{
+    const int64_t hi = j->s.in[1], wi = j->s.in[2], ho = j->s.out[1], wo = j->s.out[2];
+    static const unsigned all[3] = {~0u, ~0u, ~0u};
+    dw_s2_cols c;
+    c.fast = dw_min(wo / CF_VL, wi / (2 * CF_VL));
+    c.n = wo - c.fast * CF_VL; /* at most CF_VL with an end pad of at most 1 */
+    c.ma = dw_lanes_below(wi - 2 * c.fast * CF_VL);
+    c.mb = dw_lanes_below(wi - (2 * c.fast + 1) * CF_VL);
+    int64_t mid = dw_max(1, dw_min(ho, (hi - 2) / 2 + 1)); /* rows [1, mid) are inside */
+    dw_3x3s2_edge_row(j, x, 0, &c, y, z, w, bias, act);
+    for (int64_t oy = 1; oy < mid; oy++) {
+        const float *rows[3] = {x + (2 * oy - 1) * wi, x + 2 * oy * wi, x + (2 * oy + 1) * wi};
+        dw_3x3s2_row(j, rows, all, &c, y + oy * wo, z ? z + oy * wo : NULL, w, bias, act);
+    }
+    for (int64_t oy = mid; oy < ho; oy++)
+        dw_3x3s2_edge_row(j, x, oy, &c, y, z, w, bias, act);
+}
+
+/* One (image, channel) plane, X and Y in place; W as ONNX stores it. */
+DW_INLINE void dw_3x3_plane_act(const cf_dw_job *j, size_t plane, convfind_activation act)
+{
+    const cf_problem *p = j->p;
+    const float *x = j->x + plane * (size_t)p->in_sp;
+    float *y = j->y + plane * (size_t)p->out_sp;
+    const float *z = j->z ? j->z + plane * (size_t)p->out_sp : NULL;
+    int64_t m = (int64_t)plane % p->m;
+    cf_vf w[9];
+    for (int t = 0; t < 9; t++)
+        w[t] = cf_vbcast(j->w[m * 9 + t]);
+    const cf_vf bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
+    if (j->s.stride[2] == 1)
+        dw_3x3s1_plane(j, x, y, z, w, bias, act);
+    else
+        dw_3x3s2_plane(j, x, y, z, w, bias, act);
+}
+
+/* The activation as a compile-time constant in each instance; sigmoid and tanh (libm)
+ * go over the plane afterwards, residual already added. */
+static void dw_3x3_plane(const cf_dw_job *j, size_t plane)
+{
+    const cf_problem *p = j->p;
+#define DW_3X3_CALL(a) dw_3x3_plane_act(j, plane, a)
+    switch (p->act) {
+        CF_VACT_CASES(DW_3X3_CALL, return)
+    default: {
+        dw_3x3_plane_act(j, plane, CONVFIND_ACT_NONE);
+        float *y = j->y + plane * (size_t)p->out_sp;
+        for (int64_t i = 0; i < p->out_sp; i++)
+            y[i] = cf_activate(y[i], p->act, p->alpha, p->beta);
+    }
+    }
+#undef DW_3X3_CALL
+}
+
 const cf_dw_kernels CF_SIMD_SYM(cf_dw) = {
     .nhwc_row = dw_nhwc_row,
     .nchw_plane = dw_nchw_plane,
     .nchw_blocked = dw_nchw_blocked,
+    .nchw_3x3 = dw_3x3_plane,
     .vl = CF_VL,
 };

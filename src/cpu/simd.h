@@ -16,6 +16,8 @@
  *                    and are never touched in memory, so tails never read out of bounds
  *   cf_vfma(a,b,c)   a * b + c (fused where the ISA has FMA)
  *   cf_vadd/sub/mul/max/min, cf_vsel_ge0(v, a, b): lanewise v >= 0 ? a : b
+ *   cf_veven(a, b), cf_vodd(a, b)  the even (odd) lanes of a followed by b: lane l is
+ *                    lane 2l (2l + 1) of the 2 * CF_VL lanes of a, b
  *   cf_vload_even(p)  lanes p[0], p[2], ..., p[2 * CF_VL - 2] (reads 2 * CF_VL floats)
  *   cf_vload_lanes(p, lo, hi)       lane l in [lo, hi) = p[l], other lanes 0;
  *   cf_vload_even_lanes(p, lo, hi)  lane l in [lo, hi) = p[2 * l], other lanes 0;
@@ -27,7 +29,12 @@
  *                                    is set, else 0 (masked lanes are never read)
  *   cf_vscatter(base, idx, v, mask)  base[idx[l]] = lane l where bit l is set
  *   cf_vshift(a, b, k)  lanes k .. k + CF_VL - 1 of a followed by b (lane l = a[l + k]
- *                    while l + k < CF_VL, else b[l + k - CF_VL]); k a constant, 0 < k < 4
+ *                    while l + k < CF_VL, else b[l + k - CF_VL]); k a constant,
+ *                    0 < k < CF_VL
+ *   cf_vload_mask(p, bits)  lane l = p[l] where bit l of bits is set, else 0; lanes whose
+ *                    bit is clear are never read (no fault), so p may point outside
+ *                    the array for them
+ *   cf_vfma_mask(a, b, c, bits)  a * b + c in the lanes whose bit is set, c elsewhere
  *
  * cf_vmax(a, b) and cf_vmin(a, b) follow the x86 rule "a > b ? a : b" (resp. <), which
  * is what the scalar epilogue computes, so vector and scalar activations agree bit for
@@ -67,11 +74,17 @@ static inline void cf_vstore_n(float *p, cf_vf v, int n)
 {
     _mm512_mask_storeu_ps(p, cf_vmask_n(n), v);
 }
-static inline cf_vf cf_vload_even(const float *p)
+static inline cf_vf cf_veven(cf_vf a, cf_vf b)
 {
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
                                            28, 30);
-    return _mm512_permutex2var_ps(_mm512_loadu_ps(p), even, _mm512_loadu_ps(p + 16));
+    return _mm512_permutex2var_ps(a, even, b);
+}
+static inline cf_vf cf_vodd(cf_vf a, cf_vf b)
+{
+    const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27,
+                                          29, 31);
+    return _mm512_permutex2var_ps(a, odd, b);
 }
 static inline cf_vf cf_vload_lanes(const float *p, int lo, int hi)
 {
@@ -120,6 +133,8 @@ static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigne
 }
 #define cf_vshift(a, b, k)                                                                 \
     _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), (k)))
+#define cf_vload_mask(p, bits) _mm512_maskz_loadu_ps((__mmask16)(bits), (p))
+#define cf_vfma_mask(a, b, c, bits) _mm512_mask3_fmadd_ps((a), (b), (c), (__mmask16)(bits))
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ), b, a);
@@ -152,9 +167,16 @@ static inline void cf_vstore_n(float *p, cf_vf v, int n)
 {
     _mm256_maskstore_ps(p, cf_vmask_n(n), v);
 }
-static inline cf_vf cf_vload_even(const float *p)
+/* shuffle_ps takes two lanes of each source per 128-bit half; permute4x64 puts the
+ * halves' pairs in order. */
+static inline cf_vf cf_veven(cf_vf a, cf_vf b)
 {
-    __m256 s = _mm256_shuffle_ps(_mm256_loadu_ps(p), _mm256_loadu_ps(p + 8), _MM_SHUFFLE(2, 0, 2, 0));
+    __m256 s = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(2, 0, 2, 0));
+    return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
+}
+static inline cf_vf cf_vodd(cf_vf a, cf_vf b)
+{
+    __m256 s = _mm256_shuffle_ps(a, b, _MM_SHUFFLE(3, 1, 3, 1));
     return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(s), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 static inline void cf_vtranspose(cf_vf r[CF_VL])
@@ -192,11 +214,30 @@ static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigne
         if (mask >> l & 1u)
             base[idx[l]] = t[l];
 }
-/* Both 128-bit halves shift in the half that follows them, hence k < 4. */
+/* alignr shifts within 128-bit halves, so each half is shifted together with the half
+ * that follows it: m = a's high half then b's low half, and the result is (a, m) shifted
+ * by k for k < 4, (m, b) shifted by k - 4 otherwise. */
 #define cf_vshift(a, b, k)                                                                 \
-    _mm256_castsi256_ps(_mm256_alignr_epi8(                                                \
-        _mm256_castps_si256(_mm256_permute2f128_ps((a), (b), 0x21)), _mm256_castps_si256(a), \
-        4 * (k)))
+    _mm256_castsi256_ps(                                                                   \
+        (k) < 4 ? _mm256_alignr_epi8(_mm256_castps_si256(_mm256_permute2f128_ps((a), (b), 0x21)), \
+                                     _mm256_castps_si256(a), 4 * ((k) & 3))                \
+                : _mm256_alignr_epi8(_mm256_castps_si256(b),                               \
+                                     _mm256_castps_si256(_mm256_permute2f128_ps((a), (b), 0x21)), \
+                                     4 * ((k) & 3)))
+/* bits as a lane mask for maskload and blends: lane l all ones where bit l is set. */
+static inline __m256i cf_vbits(unsigned bits)
+{
+    const __m256i lane = _mm256_setr_epi32(1, 2, 4, 8, 16, 32, 64, 128);
+    return _mm256_cmpeq_epi32(_mm256_and_si256(_mm256_set1_epi32((int)bits), lane), lane);
+}
+static inline cf_vf cf_vload_mask(const float *p, unsigned bits)
+{
+    return _mm256_maskload_ps(p, cf_vbits(bits));
+}
+static inline cf_vf cf_vfma_mask(cf_vf a, cf_vf b, cf_vf c, unsigned bits)
+{
+    return _mm256_fmadd_ps(a, _mm256_and_ps(b, _mm256_castsi256_ps(cf_vbits(bits))), c);
+}
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
     return _mm256_blendv_ps(b, a, _mm256_cmp_ps(v, _mm256_setzero_ps(), _CMP_GE_OQ));
@@ -227,11 +268,18 @@ static inline void cf_vstore(float *p, cf_vf v) { memcpy(p, &v, sizeof v); }
 static inline cf_vf cf_vfma(cf_vf a, cf_vf b, cf_vf c) { return a * b + c; }
 static inline cf_vf cf_vadd(cf_vf a, cf_vf b) { return a + b; }
 static inline cf_vf cf_vsub(cf_vf a, cf_vf b) { return a - b; }
-static inline cf_vf cf_vload_even(const float *p)
+static inline cf_vf cf_veven(cf_vf a, cf_vf b)
 {
     cf_vf v;
     for (int l = 0; l < CF_VL; l++)
-        v[l] = p[2 * l];
+        v[l] = 2 * l < CF_VL ? a[2 * l] : b[2 * l - CF_VL];
+    return v;
+}
+static inline cf_vf cf_vodd(cf_vf a, cf_vf b)
+{
+    cf_vf v;
+    for (int l = 0; l < CF_VL; l++)
+        v[l] = 2 * l + 1 < CF_VL ? a[2 * l + 1] : b[2 * l + 1 - CF_VL];
     return v;
 }
 static inline void cf_vtranspose(cf_vf r[CF_VL])
@@ -278,10 +326,31 @@ static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
     return cf_vselect(v >= cf_vzero(), a, b);
 }
+static inline cf_vf cf_vload_mask(const float *p, unsigned bits)
+{
+    cf_vf v = {0};
+    for (int l = 0; l < CF_VL; l++)
+        if (bits >> l & 1u)
+            v[l] = p[l];
+    return v;
+}
+static inline cf_vf cf_vfma_mask(cf_vf a, cf_vf b, cf_vf c, unsigned bits)
+{
+    cf_vf r = cf_vfma(a, b, c);
+    for (int l = 0; l < CF_VL; l++)
+        if (!(bits >> l & 1u))
+            r[l] = c[l];
+    return r;
+}
 
 #else
 #error "define CF_SIMD_AVX512, CF_SIMD_AVX2 or CF_SIMD_PORTABLE before including cpu/simd.h"
 #endif
+
+static inline cf_vf cf_vload_even(const float *p)
+{
+    return cf_veven(cf_vload(p), cf_vload(p + CF_VL));
+}
 
 #if !defined(CF_SIMD_AVX512)
 static inline cf_vf cf_vload_step_lanes(const float *p, int lo, int hi, int step)

@@ -257,6 +257,33 @@ static void gen_depthwise_planes(rng *r, tconv *t)
     random_epilogue(r, t);
 }
 
+/* cpu.depthwise_3x3's domain: 2-D 3x3 depthwise (multiplier 1), NCHW, stride 1 with pads
+ * of 1, or stride 2 with a start pad of 1 and an end pad of 0 or 1, per axis.  Planes
+ * from 1 to 70 pixels a side, not square, so that rows are shorter and longer than a
+ * vector at every level, stride-1 planes have none, some or many vectors away from their
+ * first and last rows, and stride-2 rows have whole vectors before a partial one. */
+static void gen_depthwise_3x3(rng *r, tconv *t)
+{
+    memset(t, 0, sizeof *t);
+    t->nsp = 2;
+    t->n = rnd_in(r, 1, 2);
+    int64_t stride = rnd_in(r, 1, 2);
+    for (int a = 0; a < 3; a++)
+        t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
+    int64_t area = 1;
+    for (int a = 0; a < 2; a++) {
+        t->k[a] = 3;
+        t->s[a] = stride;
+        t->pb[a] = 1;
+        t->pe[a] = stride == 1 ? 1 : rnd_in(r, 0, 1);
+        t->in[a] = rnd(r) % 3 == 0 ? rnd_in(r, 2, 8) : rnd_in(r, 2, 70);
+        area *= t->in[a];
+    }
+    t->c = t->g = t->m = rnd_in(r, 1, area > 1000 ? 6 : 40);
+    random_epilogue(r, t);
+    t->layout = CONVFIND_LAYOUT_NCHW;
+}
+
 /* Winograd's domain: 2-D 3x3, stride 1, dilation 1, group 1; odd sizes so that edge
  * tiles are partial, and channel counts that cross sgemm's panel edges. */
 static void gen_winograd(rng *r, tconv *t)
@@ -566,6 +593,58 @@ static void test_depthwise_applicability(void **state)
     convfind_problem_destroy(p);
 }
 
+static const family depthwise_3x3 = {"cpu.depthwise_3x3", gen_depthwise_3x3, 1.0, false};
+
+static void test_depthwise_3x3_random(void **state)
+{
+    (void)state;
+    check_family(&depthwise_3x3);
+}
+
+/* 2-D 3x3 depthwise NCHW with multiplier 1, strides 1 (pads 1) and 2 (start pads 1, end
+ * pads at most 1) only. */
+static void test_depthwise_3x3_applicability(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_registry_find(depthwise_3x3.algo);
+    assert_non_null(algo);
+    rng r = {17};
+    tconv t;
+    do
+        gen_depthwise_3x3(&r, &t);
+    while (t.s[0] != 2 || t.c < 2);
+    convfind_problem *p = make_problem(&t);
+    cf_problem q = *p;
+    assert_true(algo->applicable(&q));
+    q.m = 2 * q.c; /* multiplier 2 */
+    assert_false(algo->applicable(&q));
+    q = *p;
+    q.layout = CONVFIND_LAYOUT_NHWC;
+    assert_false(algo->applicable(&q));
+    q = *p;
+    q.stride[1] = 1; /* mixed strides */
+    assert_false(algo->applicable(&q));
+    q = *p;
+    q.pad_begin[0] = 0;
+    assert_false(algo->applicable(&q));
+    q = *p;
+    q.pad_end[1] = 2;
+    assert_false(algo->applicable(&q));
+    q = *p;
+    q.stride[0] = q.stride[1] = 1;
+    q.pad_end[0] = q.pad_end[1] = 0; /* stride 1 needs pads of 1 on both ends */
+    assert_false(algo->applicable(&q));
+    q.pad_end[0] = q.pad_end[1] = 1;
+    assert_true(algo->applicable(&q));
+    q = *p;
+    q.k[0] = 5;
+    assert_false(algo->applicable(&q));
+    q = *p;
+    q.dil[1] = 2;
+    assert_false(algo->applicable(&q));
+    convfind_problem_destroy(p);
+}
+
 /* c_family for Winograd: the measured worst err / ((L + 2) u mag_plane) was about 0.2
  * (F2), 5 (F4) and 10 (F6) over these problems at every level (docs/winograd.md); the
  * constants leave a margin of 3x or more and stay far below the cost of a wrong tap. */
@@ -810,6 +889,8 @@ int main(void)
         cmocka_unit_test(test_depthwise_packed_across_levels),
         cmocka_unit_test(test_depthwise_small_workspace),
         cmocka_unit_test(test_depthwise_applicability),
+        cmocka_unit_test(test_depthwise_3x3_random),
+        cmocka_unit_test(test_depthwise_3x3_applicability),
         cmocka_unit_test(test_winograd_f2_random),
         cmocka_unit_test(test_winograd_f4_random),
         cmocka_unit_test(test_winograd_f6_random),
