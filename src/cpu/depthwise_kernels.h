@@ -563,18 +563,6 @@ static inline unsigned dw_flat_cols(unsigned pat, int64_t first)
     return dw_lanes_below(CF_VL) & ~(first < CF_VL ? pat << first : 0u);
 }
 
-/* Kernel row `w` (3 taps) over the vector at q, one row of the plane above, at or below
- * the output vector: lanes outside `rows` read zeros, and so do the left taps of lanes
- * outside lv and the right taps of lanes outside rv.  Masked loads: no lane reads
- * outside the plane. */
-DW_INLINE cf_vf dw_flat_edge_row(const float *q, const cf_vf *w, unsigned rows, unsigned lv,
-                                 unsigned rv, cf_vf acc)
-{
-    acc = cf_vfma(w[0], cf_vload_mask(q - 1, rows & lv), acc);
-    acc = cf_vfma(w[1], cf_vload_mask(q, rows), acc);
-    return cf_vfma(w[2], cf_vload_mask(q + 1, rows & rv), acc);
-}
-
 /* The first n lanes of acc, plus the residual, through the activation into y. */
 DW_INLINE void dw_3x3_out(cf_vf acc, const float *z, float *y, int64_t n,
                           convfind_activation act, float alpha, float beta)
@@ -590,16 +578,71 @@ DW_INLINE void dw_3x3_out(cf_vf acc, const float *z, float *y, int64_t n,
     }
 }
 
-/* Stride 1 (pads 1, so Y's plane is X's): the plane as one flat array.  Output vector k
- * holds positions k * CF_VL .. + CF_VL - 1, running on across rows, and tap (dy, dx) of
- * every lane is the input at the same position plus dy * W + dx.  What keeps the taps
- * inside the plane are lane masks: columns 0 and W - 1 (whose pattern moves by CF_VL
- * mod W lanes per vector, tracked without a division) and, near the top and bottom, the
- * first and last rows.  Vectors whose every lane has both neighbouring rows, and whose
- * neighbours' vectors lie inside the plane, take the fast path: the rows above and at
- * the output are read once each and shifted in registers for the side taps, the row
- * below loaded per tap, three accumulators (one per kernel row) to cover the FMA
- * latency. */
+/* Lanes l whose position p0 + off + l lies in [0, hw): a load of the flat plane that
+ * reads zeros, without touching memory, outside it. */
+static inline unsigned dw_flat_inside(int64_t p0, int64_t off, int64_t hw)
+{
+    return dw_lanes_below(hw - p0 - off) & ~dw_lanes_below(-(p0 + off));
+}
+
+/* The column masks of the next vector along a flat plane of rows of wd: returns the
+ * lanes whose column is not 0 (they have a left neighbour) and sets *rv to those whose
+ * column is not wd - 1.  *l0 is the first lane in column 0; it moves back by
+ * step = CF_VL mod wd lanes per vector, without a division. */
+static inline unsigned dw_s1_cols(unsigned pat, int64_t wd, int64_t step, int64_t *l0,
+                                  unsigned *rv)
+{
+    unsigned lv = dw_flat_cols(pat, *l0);
+    *rv = dw_flat_cols(pat, *l0 ? *l0 - 1 : wd - 1);
+    *l0 -= step;
+    *l0 += *l0 < 0 ? wd : 0;
+    return lv;
+}
+
+/* The stride-1 window as it moves along a flat plane: the vectors before and at the
+ * output positions, in the row of the output (vp, v) and in the row above (up, u); and
+ * the sums of the vector it was last moved past. */
+typedef struct dw_s1_win {
+    cf_vf vp, v, up, u, acc;
+} dw_s1_win;
+
+/* The output vector at plane position p0 (q = plane + p0).  The rows above and at the
+ * output come from the window and are shifted in registers for the side taps; the row
+ * below is loaded per tap; three accumulators, one per kernel row, cover the FMA
+ * latency.  Left taps only in lanes lv, right ones in lanes rv (columns 0 and W - 1
+ * have no neighbour there).  `edge` (a constant in each instance) puts every load
+ * under a mask of the lanes inside the plane: positions before it are the row above
+ * row 0 and those after it the row below the last, so those zeros are the padding and
+ * no other row test is needed.  Returns the window moved on by one vector, with the
+ * vector's sums. */
+DW_INLINE dw_s1_win dw_s1_vector(const float *q, int64_t p0, int64_t wd, int64_t hw, bool edge,
+                                 dw_s1_win s, unsigned lv, unsigned rv, const cf_vf *w,
+                                 cf_vf bias)
+{
+    unsigned m_d = edge ? dw_lanes_below(hw - wd - p0) : ~0u; /* lanes with a row below */
+    cf_vf vn = edge ? cf_vload_mask(q + CF_VL, dw_flat_inside(p0, CF_VL, hw))
+                    : cf_vload(q + CF_VL);
+    cf_vf un = edge ? cf_vload_mask(q - wd + CF_VL, dw_flat_inside(p0, CF_VL - wd, hw))
+                    : cf_vload(q - wd + CF_VL);
+    cf_vf a0 = cf_vfma(w[4], s.v, bias);
+    cf_vf a1 = cf_vmul(w[1], s.u);
+    cf_vf a2 = cf_vmul(w[7], edge ? cf_vload_mask(q + wd, m_d) : cf_vload(q + wd));
+    a0 = cf_vfma_mask(w[3], cf_vshift(s.vp, s.v, CF_VL - 1), a0, lv);
+    a1 = cf_vfma_mask(w[0], cf_vshift(s.up, s.u, CF_VL - 1), a1, lv);
+    a2 = cf_vfma(w[6], cf_vload_mask(q + wd - 1, lv & m_d), a2);
+    a0 = cf_vfma_mask(w[5], cf_vshift(s.v, vn, 1), a0, rv);
+    a1 = cf_vfma_mask(w[2], cf_vshift(s.u, un, 1), a1, rv);
+    a2 = cf_vfma(w[8], cf_vload_mask(q + wd + 1, rv & m_d), a2);
+    dw_s1_win next = {s.v, vn, s.u, un, cf_vadd(a0, cf_vadd(a1, a2))};
+    return next;
+}
+
+/* Stride 1 (pads 1, so Y's plane is X's): the plane as one flat array, read in place.
+ * Output vector k holds positions k * CF_VL .. + CF_VL - 1, running on across rows, and
+ * tap (dy, dx) of every lane is the input at the same position plus dy * W + dx, under
+ * lane masks for columns 0 and W - 1 (dw_s1_cols).  Vectors whose loads all lie inside
+ * the plane load without masks; the first and last few mask their loads to the plane
+ * (all four of a 7x7 plane). */
 DW_INLINE void dw_3x3s1_plane(const cf_dw_job *j, const float *x, float *y, const float *z,
                               const cf_vf *w, cf_vf bias, convfind_activation act)
 {
@@ -611,53 +654,34 @@ DW_INLINE void dw_3x3s1_plane(const cf_dw_job *j, const float *x, float *y, cons
         pat |= 1u << l;
     const int64_t step = CF_VL % wd;
     int64_t l0 = 0; /* the first lane in column 0 */
-    /* The fast path's vectors: from the first whose row above starts a whole vector
-     * into the plane to the last whose row below and next vector end inside it. */
+    /* Vectors [k_a, k_b) load inside the plane without masks, the window reloaded at
+     * the first of them: from the first whose row above starts a whole vector into the
+     * plane to the last whose row below (one past its last lane) and next vector end
+     * inside it. */
     const int64_t k_a = (wd + 2 * CF_VL - 1) / CF_VL;
-    const int64_t rest = hw - CF_VL - (wd > CF_VL ? wd : CF_VL);
-    const int64_t k_b = rest >= 0 ? rest / CF_VL + 1 : 0; /* one past the last */
+    const int64_t rest = hw - CF_VL - (wd + 1 > CF_VL ? wd + 1 : CF_VL);
+    const int64_t k_b = rest >= 0 ? rest / CF_VL + 1 : 0;
+    dw_s1_win s = {cf_vzero(), cf_vload_mask(x, dw_flat_inside(0, 0, hw)), cf_vzero(),
+                   cf_vload_mask(x - wd, dw_flat_inside(0, -wd, hw)), cf_vzero()};
+    unsigned lv, rv;
     int64_t k = 0;
     for (;;) {
         for (; k < nvec && (k < k_a || k >= k_b); k++) {
             int64_t p0 = k * CF_VL, n = hw - p0 < CF_VL ? hw - p0 : CF_VL;
-            unsigned lv = dw_flat_cols(pat, l0), rv = dw_flat_cols(pat, l0 ? l0 - 1 : wd - 1);
-            unsigned tail = dw_lanes_below(n);
-            unsigned up = tail & ~dw_lanes_below(wd - p0), down = dw_lanes_below(hw - wd - p0);
-            const float *q = x + p0;
-            cf_vf a0 = dw_flat_edge_row(q - wd, w, up, lv, rv, bias);
-            cf_vf a1 = dw_flat_edge_row(q, w + 3, tail, lv, rv, cf_vzero());
-            cf_vf a2 = dw_flat_edge_row(q + wd, w + 6, down, lv, rv, cf_vzero());
-            dw_3x3_out(cf_vadd(a0, cf_vadd(a1, a2)), z ? z + p0 : NULL, y + p0, n, act, alpha,
-                       beta);
-            l0 -= step;
-            l0 += l0 < 0 ? wd : 0;
+            lv = dw_s1_cols(pat, wd, step, &l0, &rv);
+            s = dw_s1_vector(x + p0, p0, wd, hw, true, s, lv, rv, w, bias);
+            dw_3x3_out(s.acc, z ? z + p0 : NULL, y + p0, n, act, alpha, beta);
         }
         if (k >= nvec)
             break;
         const float *q = x + k * CF_VL;
-        cf_vf vp = cf_vload(q - CF_VL), v = cf_vload(q);
-        cf_vf up = cf_vload(q - wd - CF_VL), u = cf_vload(q - wd);
-        for (; k < k_b; k++, q += CF_VL) {
-            unsigned lv = dw_flat_cols(pat, l0), rv = dw_flat_cols(pat, l0 ? l0 - 1 : wd - 1);
-            cf_vf vn = cf_vload(q + CF_VL), un = cf_vload(q - wd + CF_VL);
-            cf_vf a0 = cf_vfma(w[4], v, bias);
-            cf_vf a1 = cf_vmul(w[1], u);
-            cf_vf a2 = cf_vmul(w[7], cf_vload(q + wd));
-            a0 = cf_vfma_mask(w[3], cf_vshift(vp, v, CF_VL - 1), a0, lv);
-            a1 = cf_vfma_mask(w[0], cf_vshift(up, u, CF_VL - 1), a1, lv);
-            a2 = cf_vfma(w[6], cf_vload_mask(q + wd - 1, lv), a2);
-            a0 = cf_vfma_mask(w[5], cf_vshift(v, vn, 1), a0, rv);
-            a1 = cf_vfma_mask(w[2], cf_vshift(u, un, 1), a1, rv);
-            a2 = cf_vfma(w[8], cf_vload_mask(q + wd + 1, rv), a2);
-            size_t p0 = (size_t)(k * CF_VL);
-            dw_3x3_out(cf_vadd(a0, cf_vadd(a1, a2)), z ? z + p0 : NULL, y + p0, CF_VL, act,
-                       alpha, beta);
-            vp = v;
-            v = vn;
-            up = u;
-            u = un;
-            l0 -= step;
-            l0 += l0 < 0 ? wd : 0;
+        s = (dw_s1_win){cf_vload(q - CF_VL), cf_vload(q), cf_vload(q - wd - CF_VL),
+                        cf_vload(q - wd), cf_vzero()};
+        for (; k < k_b; k++) {
+            int64_t p0 = k * CF_VL;
+            lv = dw_s1_cols(pat, wd, step, &l0, &rv);
+            s = dw_s1_vector(x + p0, p0, wd, hw, false, s, lv, rv, w, bias);
+            dw_3x3_out(s.acc, z ? z + p0 : NULL, y + p0, CF_VL, act, alpha, beta);
         }
     }
 }
@@ -758,6 +782,7 @@ DW_INLINE void dw_3x3s2_plane(const cf_dw_job *j, const float *x, float *y, cons
         dw_3x3s2_edge_row(j, x, oy, &c, y, z, w, bias, act);
 }
 
+/* One (image, channel) plane, X and Y in place; W as ONNX stores it. */
 /* One (image, channel) plane, X and Y in place; W as ONNX stores it. */
 DW_INLINE void dw_3x3_plane_act(const cf_dw_job *j, size_t plane, convfind_activation act)
 {
