@@ -70,7 +70,8 @@ static void detect_caches(void)
 static void detect(void)
 {
     if (cpuinfo_initialize()) {
-        if (cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_fma3())
+        if (cpuinfo_has_x86_avx512f() && cpuinfo_has_x86_avx512bw() &&
+            cpuinfo_has_x86_avx512dq() && cpuinfo_has_x86_avx512vl() && cpuinfo_has_x86_fma3())
             machine_level = CF_ISA_AVX512F;
         else if (cpuinfo_has_x86_avx2() && cpuinfo_has_x86_fma3())
             machine_level = CF_ISA_AVX2_FMA;

@@ -27,7 +27,7 @@
 typedef enum cf_isa {
     CF_ISA_PORTABLE = 0, /* plain C, any architecture */
     CF_ISA_AVX2_FMA = 1, /* x86-64 AVX2 + FMA3 (256-bit) */
-    CF_ISA_AVX512F = 2   /* x86-64 AVX-512F (512-bit, 32 zmm registers) */
+    CF_ISA_AVX512F = 2   /* x86-64 AVX-512 F, BW, DQ, VL + FMA3 (512-bit, 32 zmm registers) */
 } cf_isa;
 
 #define CF_ISA_COUNT 3
