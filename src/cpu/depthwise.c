@@ -332,13 +332,29 @@ static convfind_status dw_3x3_workspace(const cf_problem *p, size_t *bytes)
     return CONVFIND_OK;
 }
 
+typedef struct dw_3x3_run {
+    void (*planes)(const cf_dw_job *j, size_t first, size_t count);
+    const cf_dw_job *j;
+    size_t per_task, count; /* planes per task, and in all */
+} dw_3x3_run;
+
+/* One run of consecutive planes per task, in one kernel call. */
+static void dw_3x3_task(void *arg, size_t index)
+{
+    const dw_3x3_run *r = arg;
+    size_t first = index * r->per_task;
+    r->planes(r->j, first, r->count - first < r->per_task ? r->count - first : r->per_task);
+}
+
 static convfind_status dw_3x3_execute(const cf_problem *p, const void *state,
                                       const cf_exec_args *a)
 {
     (void)state;
     cf_dw_job j = dw_job_of(p, a);
-    dw_run run = {dw_kernels()->nchw_3x3, &j, 0, 0};
-    dw_run_units(a->pool, &run, (size_t)(p->n * p->m), (size_t)p->out_sp);
+    dw_3x3_run run = {dw_kernels()->nchw_3x3, &j, 0, (size_t)(p->n * p->m)};
+    size_t per = (size_t)p->out_sp;
+    run.per_task = per >= DW_TASK_OUTPUTS ? 1 : DW_TASK_OUTPUTS / per;
+    cf_parallel_for(a->pool, (run.count + run.per_task - 1) / run.per_task, dw_3x3_task, &run);
     return CONVFIND_OK;
 }
 

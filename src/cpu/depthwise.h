@@ -72,8 +72,9 @@ typedef struct cf_dw_kernels {
     void (*nchw_plane)(const cf_dw_job *job, size_t plane); /* plane = n*M + m */
     /* unit = (n * cblocks + channel block) * bands + band */
     void (*nchw_blocked)(const cf_dw_job *job, size_t unit);
-    /* cpu.depthwise_3x3: one (image, channel) plane; W as ONNX stores it (job->w) */
-    void (*nchw_3x3)(const cf_dw_job *job, size_t plane);
+    /* cpu.depthwise_3x3: `count` (image, channel) planes from `first` (n * M + m); W as
+     * ONNX stores it (job->w) */
+    void (*nchw_3x3)(const cf_dw_job *job, size_t first, size_t count);
     int vl; /* CF_VL of these kernels: the channel block, and the packed weights' block */
 } cf_dw_kernels;
 

@@ -686,6 +686,14 @@ DW_INLINE void dw_3x3s1_plane(const cf_dw_job *j, const float *x, float *y, cons
     }
 }
 
+/* The weights and bias of output channel m, one vector each. */
+static inline void dw_3x3_weights(const cf_dw_job *j, int64_t m, cf_vf *w, cf_vf *bias)
+{
+    for (int t = 0; t < 9; t++)
+        w[t] = cf_vbcast(j->w[m * 9 + t]);
+    *bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
+}
+
 /* Kernel row w's three taps for the output vector whose input columns 2 ox .. 2 ox +
  * 2 CF_VL - 1 are a, b, added to acc; *odd carries the odd columns from one vector to
  * the next.  Columns 2 ox and 2 ox + 1 are the even and odd lanes of a, b, and column
@@ -782,37 +790,38 @@ DW_INLINE void dw_3x3s2_plane(const cf_dw_job *j, const float *x, float *y, cons
         dw_3x3s2_edge_row(j, x, oy, &c, y, z, w, bias, act);
 }
 
-/* One (image, channel) plane, X and Y in place; W as ONNX stores it. */
-/* One (image, channel) plane, X and Y in place; W as ONNX stores it. */
-DW_INLINE void dw_3x3_plane_act(const cf_dw_job *j, size_t plane, convfind_activation act)
+/* `count` (image, channel) planes from `first` (n * M + m), X and Y in place; W as ONNX
+ * stores it.  One call per run of planes: the activation is switched on once, and
+ * consecutive planes overlap in the core (stride 2 on 7x7 outputs: 0.019 -> 0.016 ms). */
+DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
+                                 convfind_activation act)
 {
     const cf_problem *p = j->p;
-    const float *x = j->x + plane * (size_t)p->in_sp;
-    float *y = j->y + plane * (size_t)p->out_sp;
-    const float *z = j->z ? j->z + plane * (size_t)p->out_sp : NULL;
-    int64_t m = (int64_t)plane % p->m;
-    cf_vf w[9];
-    for (int t = 0; t < 9; t++)
-        w[t] = cf_vbcast(j->w[m * 9 + t]);
-    const cf_vf bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
-    if (j->s.stride[2] == 1)
-        dw_3x3s1_plane(j, x, y, z, w, bias, act);
-    else
-        dw_3x3s2_plane(j, x, y, z, w, bias, act);
+    for (size_t plane = first; plane < first + count; plane++) {
+        const float *x = j->x + plane * (size_t)p->in_sp;
+        float *y = j->y + plane * (size_t)p->out_sp;
+        const float *z = j->z ? j->z + plane * (size_t)p->out_sp : NULL;
+        cf_vf w[9], bias;
+        dw_3x3_weights(j, (int64_t)plane % p->m, w, &bias);
+        if (j->s.stride[2] == 1)
+            dw_3x3s1_plane(j, x, y, z, w, bias, act);
+        else
+            dw_3x3s2_plane(j, x, y, z, w, bias, act);
+    }
 }
 
 /* The activation as a compile-time constant in each instance; sigmoid and tanh (libm)
- * go over the plane afterwards, residual already added. */
-static void dw_3x3_plane(const cf_dw_job *j, size_t plane)
+ * go over the planes afterwards, residual already added. */
+static void dw_3x3_planes(const cf_dw_job *j, size_t first, size_t count)
 {
     const cf_problem *p = j->p;
-#define DW_3X3_CALL(a) dw_3x3_plane_act(j, plane, a)
+#define DW_3X3_CALL(a) dw_3x3_planes_act(j, first, count, a)
     switch (p->act) {
         CF_VACT_CASES(DW_3X3_CALL, return)
     default: {
-        dw_3x3_plane_act(j, plane, CONVFIND_ACT_NONE);
-        float *y = j->y + plane * (size_t)p->out_sp;
-        for (int64_t i = 0; i < p->out_sp; i++)
+        dw_3x3_planes_act(j, first, count, CONVFIND_ACT_NONE);
+        float *y = j->y + first * (size_t)p->out_sp;
+        for (size_t i = 0; i < count * (size_t)p->out_sp; i++)
             y[i] = cf_activate(y[i], p->act, p->alpha, p->beta);
     }
     }
@@ -823,6 +832,6 @@ const cf_dw_kernels CF_SIMD_SYM(cf_dw) = {
     .nhwc_row = dw_nhwc_row,
     .nchw_plane = dw_nchw_plane,
     .nchw_blocked = dw_nchw_blocked,
-    .nchw_3x3 = dw_3x3_plane,
+    .nchw_3x3 = dw_3x3_planes,
     .vl = CF_VL,
 };
