@@ -148,16 +148,25 @@ static convfind_status dw_workspace(const cf_problem *p, size_t *bytes)
  * atomic shared by the threads) stays cheap next to the work in it. */
 #define DW_TASK_OUTPUTS 4096
 
+/* Units (a kernel's rows or planes) in tasks of consecutive units: each task passes its
+ * run to `run` in one call where the kernel takes runs, else to `unit` one at a time. */
 typedef struct dw_run {
-    void (*unit)(const cf_dw_job *j, size_t index); /* a kernel's row or plane */
+    void (*unit)(const cf_dw_job *j, size_t index);
+    void (*run)(const cf_dw_job *j, size_t first, size_t count);
     const cf_dw_job *j;
-    size_t per_task, count; /* rows or planes per task, and in all */
+    size_t per_task, count; /* units per task, and in all */
 } dw_run;
 
 static void dw_units_task(void *arg, size_t index)
 {
     const dw_run *r = arg;
-    for (size_t i = index * r->per_task; i < r->count && i < (index + 1) * r->per_task; i++)
+    size_t first = index * r->per_task;
+    size_t n = r->count - first < r->per_task ? r->count - first : r->per_task;
+    if (r->run) {
+        r->run(r->j, first, n);
+        return;
+    }
+    for (size_t i = first; i < first + n; i++)
         r->unit(r->j, i);
 }
 
@@ -280,11 +289,11 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
             j.x = rep.dst;
             j.xc = p->m;
         }
-        dw_run run = {k->nhwc_row, &j, 0, 0};
+        dw_run run = {.unit = k->nhwc_row, .j = &j};
         dw_run_units(a->pool, &run, (size_t)(p->n * j.s.out[0] * j.s.out[1]),
                      (size_t)(j.s.out[2] * p->m));
     } else {
-        dw_run run = {k->nchw_plane, &j, 0, 0};
+        dw_run run = {.unit = k->nchw_plane, .j = &j};
         dw_run_units(a->pool, &run, (size_t)(p->n * p->m), (size_t)p->out_sp);
     }
     return CONVFIND_OK;
@@ -332,29 +341,13 @@ static convfind_status dw_3x3_workspace(const cf_problem *p, size_t *bytes)
     return CONVFIND_OK;
 }
 
-typedef struct dw_3x3_run {
-    void (*planes)(const cf_dw_job *j, size_t first, size_t count);
-    const cf_dw_job *j;
-    size_t per_task, count; /* planes per task, and in all */
-} dw_3x3_run;
-
-/* One run of consecutive planes per task, in one kernel call. */
-static void dw_3x3_task(void *arg, size_t index)
-{
-    const dw_3x3_run *r = arg;
-    size_t first = index * r->per_task;
-    r->planes(r->j, first, r->count - first < r->per_task ? r->count - first : r->per_task);
-}
-
 static convfind_status dw_3x3_execute(const cf_problem *p, const void *state,
                                       const cf_exec_args *a)
 {
     (void)state;
     cf_dw_job j = dw_job_of(p, a);
-    dw_3x3_run run = {dw_kernels()->nchw_3x3, &j, 0, (size_t)(p->n * p->m)};
-    size_t per = (size_t)p->out_sp;
-    run.per_task = per >= DW_TASK_OUTPUTS ? 1 : DW_TASK_OUTPUTS / per;
-    cf_parallel_for(a->pool, (run.count + run.per_task - 1) / run.per_task, dw_3x3_task, &run);
+    dw_run run = {.run = dw_kernels()->nchw_3x3, .j = &j};
+    dw_run_units(a->pool, &run, (size_t)(p->n * p->m), (size_t)p->out_sp);
     return CONVFIND_OK;
 }
 
