@@ -346,6 +346,9 @@ static convfind_status dw_3x3_execute(const cf_problem *p, const void *state,
 {
     (void)state;
     cf_dw_job j = dw_job_of(p, a);
+    cf_dw_s1_phase phases[CF_DW_S1_PHASES_MAX];
+    j.nphases = dw_kernels()->s1_phases(&j, phases);
+    j.phases = phases;
     dw_run run = {.run = dw_kernels()->nchw_3x3, .j = &j};
     dw_run_units(a->pool, &run, (size_t)(p->n * p->m), (size_t)p->out_sp);
     return CONVFIND_OK;

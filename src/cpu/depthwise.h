@@ -38,6 +38,19 @@
 #include "cpu/geom3.h"
 #include "problem/problem.h"
 
+/* cpu.depthwise_3x3 at stride 1 on small planes runs a task's planes as one flat array
+ * (depthwise_kernels.h, dw_3x3s1_runs); the lane masks of its vector k depend only on
+ * k modulo the number of vectors after which plane boundaries fall on the same lanes
+ * again (49 for 7x7 and 14x14 planes at 16 lanes), so they are computed once per
+ * execution into this table, CF_VL lanes as bits. */
+typedef struct cf_dw_s1_phase {
+    uint16_t lv, rv;     /* lanes with a left (right) neighbour in their row */
+    uint16_t up, down;   /* lanes with a row above (below) in their own plane */
+    uint16_t next;       /* lanes in the next plane: the vector straddles two */
+    uint16_t ends;       /* 1: the vector reaches the end of the plane it starts in */
+} cf_dw_s1_phase;
+#define CF_DW_S1_PHASES_MAX 64
+
 typedef struct cf_dw_job {
     const cf_problem *p;
     cf_geom3 s;
@@ -54,6 +67,11 @@ typedef struct cf_dw_job {
      * `step` rows at a time from a ring of `ring` transposed input rows, each `width`
      * pixels of CF_VL channels (pad[2] zero pixels, then the input row, then zeros). */
     int64_t cblocks, band, bands, step, ring, width;
+    /* cpu.depthwise_3x3, stride 1: the phase table, or nphases 0 where each plane runs
+     * on its own (planes too large for the table, or too small for one boundary per
+     * vector) */
+    const cf_dw_s1_phase *phases;
+    int64_t nphases;
 } cf_dw_job;
 
 /* Per-call stack buffers of the NCHW channel-block kernel, in floats: the ring of
@@ -75,6 +93,9 @@ typedef struct cf_dw_kernels {
     /* cpu.depthwise_3x3: `count` (image, channel) planes from `first` (n * M + m); W as
      * ONNX stores it (job->w) */
     void (*nchw_3x3)(const cf_dw_job *job, size_t first, size_t count);
+    /* Fills `out` (CF_DW_S1_PHASES_MAX entries) with cpu.depthwise_3x3's stride-1 phase
+     * table for job's problem and returns its length, or 0 where planes run one by one */
+    int64_t (*s1_phases)(const cf_dw_job *job, cf_dw_s1_phase *out);
     int vl; /* CF_VL of these kernels: the channel block, and the packed weights' block */
 } cf_dw_kernels;
 

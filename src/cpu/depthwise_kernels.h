@@ -694,6 +694,151 @@ static inline void dw_3x3_weights(const cf_dw_job *j, int64_t m, cf_vf *w, cf_vf
     *bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
 }
 
+/* ---- stride 1 on small planes: a task's planes as one flat array ---- */
+
+/* Planes of more vectors than this run one by one.  A vector of a run costs about 14-17
+ * cycles wherever it lies; the per-plane kernel about 50 per plane plus 11 per vector
+ * (Zen 5, one thread): 7x7 planes 92 -> 51 cycles as a run, 14x14 194 -> 169, but
+ * 28x28 560 -> 694. */
+#define DW_S1_RUN_VECS 16
+
+/* The phase table (cf_dw_s1_phase in depthwise.h) of planes of hw positions in rows of
+ * wd: vector k of a run starts at offset (k * CF_VL) mod hw of its plane, so the masks
+ * repeat after hw / gcd(hw, CF_VL) vectors.  Each lane's row and column worked out one
+ * by one: this runs once per execution.  0 (the per-plane kernel) for planes of more
+ * than DW_S1_RUN_VECS vectors or where the table would be too long, and for planes of
+ * fewer than CF_VL positions, where a vector could meet two plane boundaries. */
+static int64_t dw_3x3s1_phases(const cf_dw_job *j, cf_dw_s1_phase *out)
+{
+    const int64_t wd = j->s.in[2], hw = j->p->in_sp, h = hw / wd;
+    if (j->s.stride[2] != 1 || hw < CF_VL || hw > DW_S1_RUN_VECS * CF_VL)
+        return 0;
+    int64_t g = CF_VL;
+    while (hw % g)
+        g /= 2; /* gcd(hw, CF_VL), CF_VL a power of 2 */
+    const int64_t period = hw / g;
+    if (period > CF_DW_S1_PHASES_MAX)
+        return 0;
+    /* Lane by lane through the period, (row, col) of each lane's plane stepped along
+     * without divisions (it runs before every execution's tasks). */
+    int64_t row = 0, col = 0;
+    for (int64_t k = 0; k < period; k++) {
+        cf_dw_s1_phase e = {0, 0, 0, 0, 0, 0};
+        for (int64_t l = 0; l < CF_VL; l++) {
+            const uint16_t bit = (uint16_t)(1u << l);
+            e.lv |= col != 0 ? bit : 0;
+            e.rv |= col != wd - 1 ? bit : 0;
+            e.up |= row != 0 ? bit : 0;
+            e.down |= row != h - 1 ? bit : 0;
+            e.next |= e.ends ? bit : 0; /* lanes after the plane's last */
+            if (++col == wd) {
+                col = 0;
+                if (++row == h) {
+                    row = 0;
+                    e.ends = 1;
+                }
+            }
+        }
+        out[k] = e;
+    }
+    return period;
+}
+
+/* The sums of one output vector of a run, at run position p0 (q = run + p0), with the
+ * masks of its phase; *vn and *un receive the next vectors of the window's rows.  As
+ * dw_s1_vector, but the rows above and below are not masked per tap: their sums, one
+ * accumulator each, reach only the lanes whose own plane has that row (e->up, e->down);
+ * the lanes in a plane's first or last row read the neighbouring plane's row, and
+ * those products are dropped.  `edge`: every load masked to the run [0, n). */
+DW_INLINE cf_vf dw_s1_phase_vector(const float *q, int64_t p0, int64_t wd, int64_t n,
+                                   bool edge, const dw_s1_win *s, const cf_dw_s1_phase *e,
+                                   const cf_vf *w, cf_vf *vn, cf_vf *un)
+{
+#define DW_S1_LOAD(off) (edge ? cf_vload_mask(q + (off), dw_flat_inside(p0, (off), n)) \
+                              : cf_vload(q + (off)))
+    const unsigned lv = e->lv, rv = e->rv;
+    *vn = DW_S1_LOAD(CF_VL);
+    *un = DW_S1_LOAD(CF_VL - wd);
+    cf_vf a0 = cf_vfma(w[4], s->v, w[9]);
+    cf_vf a1 = cf_vmul(w[1], s->u);
+    cf_vf a2 = cf_vmul(w[7], DW_S1_LOAD(wd));
+    a0 = cf_vfma_mask(w[3], cf_vshift(s->vp, s->v, CF_VL - 1), a0, lv);
+    a1 = cf_vfma_mask(w[0], cf_vshift(s->up, s->u, CF_VL - 1), a1, lv);
+    a2 = cf_vfma_mask(w[6], DW_S1_LOAD(wd - 1), a2, lv);
+    a0 = cf_vfma_mask(w[5], cf_vshift(s->v, *vn, 1), a0, rv);
+    a1 = cf_vfma_mask(w[2], cf_vshift(s->u, *un, 1), a1, rv);
+    a2 = cf_vfma_mask(w[8], DW_S1_LOAD(wd + 1), a2, rv);
+#undef DW_S1_LOAD
+    return cf_vadd_mask(cf_vadd_mask(a0, a1, e->up), a2, e->down);
+}
+
+/* Output vector k of the run (p0 = k * CF_VL).  A vector straddling two planes is
+ * computed with each plane's weights and its lanes taken from the one they belong to:
+ * blending the weights instead needs both sets at once, which the registers do not
+ * hold beside the window (the window went through memory on every vector). */
+DW_INLINE void dw_s1_run_vector(const cf_dw_job *j, const float *x, float *y, const float *z,
+                                int64_t p0, int64_t n, bool edge, dw_s1_win *s, cf_vf *w,
+                                int64_t *m, int64_t *ph, convfind_activation act)
+{
+    const cf_problem *p = j->p;
+    const int64_t wd = j->s.in[2];
+    const cf_dw_s1_phase *e = &j->phases[*ph];
+    *ph = *ph + 1 == j->nphases ? 0 : *ph + 1;
+    cf_vf vn, un;
+    cf_vf acc = dw_s1_phase_vector(x + p0, p0, wd, n, edge, s, e, w, &vn, &un);
+    if (e->ends) {
+        *m = *m + 1 == p->m ? 0 : *m + 1;
+        dw_3x3_weights(j, *m, w, &w[9]);
+        if (e->next)
+            acc = cf_vblend(e->next, acc,
+                            dw_s1_phase_vector(x + p0, p0, wd, n, edge, s, e, w, &vn, &un));
+    }
+    s->vp = s->v;
+    s->v = vn;
+    s->up = s->u;
+    s->u = un;
+    dw_3x3_out(acc, z ? z + p0 : NULL, y + p0, dw_min(n - p0, CF_VL), act, p->alpha, p->beta);
+}
+
+/* Stride 1 (pads 1, so Y's planes are X's) on planes with a phase table: `count`
+ * consecutive planes from `plane` as one flat array of n = count * HW positions, read
+ * in place, output vector k holding positions k * CF_VL .. + CF_VL - 1 across rows and
+ * planes.  Tap (dy, dx) of every lane is the input at the same position plus dy * W +
+ * dx, the masks of the vector's phase keeping each lane to its own row and plane.  A
+ * plane's first and last rows thus cost what its middle ones do, and no vector is
+ * partly idle at a plane's end: on a 7x7 plane all four vectors of the per-plane kernel
+ * are masked ones, the last with one lane of 16 in use.  The first and last few vectors
+ * of the run mask their loads to it; those between load without masks. */
+DW_INLINE void dw_3x3s1_runs(const cf_dw_job *j, size_t plane, size_t count,
+                             convfind_activation act)
+{
+    const cf_problem *p = j->p;
+    const int64_t wd = j->s.in[2], hw = p->in_sp, n = (int64_t)count * hw;
+    const int64_t nvec = (n + CF_VL - 1) / CF_VL;
+    const float *x = j->x + plane * (size_t)hw;
+    float *y = j->y + plane * (size_t)hw;
+    const float *z = j->z ? j->z + plane * (size_t)hw : NULL;
+    /* Vectors [k_a, k_b) load inside the run without masks: from the first whose row
+     * above starts a whole vector into the run to the last whose row below (one past its
+     * last lane) and next vector end inside it. */
+    const int64_t k_a = dw_min((wd + 2 * CF_VL - 1) / CF_VL, nvec);
+    const int64_t rest = n - CF_VL - (wd + 1 > CF_VL ? wd + 1 : CF_VL);
+    const int64_t k_b = dw_max(k_a, rest >= 0 ? rest / CF_VL + 1 : 0);
+    /* The window, the weights and bias of the plane the next vector starts in (w[9]
+     * the bias), its channel, and the next vector's phase. */
+    dw_s1_win s = {cf_vzero(), cf_vload_mask(x, dw_flat_inside(0, 0, n)), cf_vzero(),
+                   cf_vload_mask(x - wd, dw_flat_inside(0, -wd, n)), cf_vzero()};
+    cf_vf w[10];
+    int64_t m = (int64_t)(plane % (size_t)p->m), ph = 0, k = 0;
+    dw_3x3_weights(j, m, w, &w[9]);
+    for (; k < k_a; k++)
+        dw_s1_run_vector(j, x, y, z, k * CF_VL, n, true, &s, w, &m, &ph, act);
+    for (; k < k_b; k++)
+        dw_s1_run_vector(j, x, y, z, k * CF_VL, n, false, &s, w, &m, &ph, act);
+    for (; k < nvec; k++)
+        dw_s1_run_vector(j, x, y, z, k * CF_VL, n, true, &s, w, &m, &ph, act);
+}
+
 /* Kernel row w's three taps for the output vector whose input columns 2 ox .. 2 ox +
  * 2 CF_VL - 1 are a, b, added to acc; *odd carries the odd columns from one vector to
  * the next.  Columns 2 ox and 2 ox + 1 are the even and odd lanes of a, b, and column
@@ -798,6 +943,10 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
                                  convfind_activation act)
 {
     const cf_problem *p = j->p;
+    if (j->nphases) {
+        dw_3x3s1_runs(j, first, count, act);
+        return;
+    }
     for (size_t plane = first; plane < first + count; plane++) {
         const float *x = j->x + plane * (size_t)p->in_sp;
         float *y = j->y + plane * (size_t)p->out_sp;
@@ -834,5 +983,6 @@ const cf_dw_kernels CF_SIMD_SYM(cf_dw) = {
     .nchw_plane = dw_nchw_plane,
     .nchw_blocked = dw_nchw_blocked,
     .nchw_3x3 = dw_3x3_planes,
+    .s1_phases = dw_3x3s1_phases,
     .vl = CF_VL,
 };

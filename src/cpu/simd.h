@@ -35,6 +35,9 @@
  *                    bit is clear are never read (no fault), so p may point outside
  *                    the array for them
  *   cf_vfma_mask(a, b, c, bits)  a * b + c in the lanes whose bit is set, c elsewhere
+ *   cf_vadd_mask(a, b, bits)  a + b in the lanes whose bit is set, a elsewhere (b's
+ *                    other lanes never reach the result, NaN and infinity included)
+ *   cf_vblend(bits, a, b)  b in the lanes whose bit is set, a elsewhere
  *
  * cf_vmax(a, b) and cf_vmin(a, b) follow the x86 rule "a > b ? a : b" (resp. <), which
  * is what the scalar epilogue computes, so vector and scalar activations agree bit for
@@ -135,6 +138,8 @@ static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigne
     _mm512_castsi512_ps(_mm512_alignr_epi32(_mm512_castps_si512(b), _mm512_castps_si512(a), (k)))
 #define cf_vload_mask(p, bits) _mm512_maskz_loadu_ps((__mmask16)(bits), (p))
 #define cf_vfma_mask(a, b, c, bits) _mm512_mask3_fmadd_ps((a), (b), (c), (__mmask16)(bits))
+#define cf_vadd_mask(a, b, bits) _mm512_mask_add_ps((a), (__mmask16)(bits), (a), (b))
+#define cf_vblend(bits, a, b) _mm512_mask_blend_ps((__mmask16)(bits), (a), (b))
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ), b, a);
@@ -237,6 +242,14 @@ static inline cf_vf cf_vload_mask(const float *p, unsigned bits)
 static inline cf_vf cf_vfma_mask(cf_vf a, cf_vf b, cf_vf c, unsigned bits)
 {
     return _mm256_fmadd_ps(a, _mm256_and_ps(b, _mm256_castsi256_ps(cf_vbits(bits))), c);
+}
+static inline cf_vf cf_vblend(unsigned bits, cf_vf a, cf_vf b)
+{
+    return _mm256_blendv_ps(a, b, _mm256_castsi256_ps(cf_vbits(bits)));
+}
+static inline cf_vf cf_vadd_mask(cf_vf a, cf_vf b, unsigned bits)
+{
+    return cf_vblend(bits, a, _mm256_add_ps(a, b));
 }
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
@@ -341,6 +354,17 @@ static inline cf_vf cf_vfma_mask(cf_vf a, cf_vf b, cf_vf c, unsigned bits)
         if (!(bits >> l & 1u))
             r[l] = c[l];
     return r;
+}
+static inline cf_vf cf_vblend(unsigned bits, cf_vf a, cf_vf b)
+{
+    for (int l = 0; l < CF_VL; l++)
+        if (bits >> l & 1u)
+            a[l] = b[l];
+    return a;
+}
+static inline cf_vf cf_vadd_mask(cf_vf a, cf_vf b, unsigned bits)
+{
+    return cf_vblend(bits, a, a + b);
 }
 
 #else
