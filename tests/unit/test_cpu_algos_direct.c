@@ -460,13 +460,14 @@ static void check_family(const family *f)
     cf_threadpool_destroy(pool);
 }
 
-/* Weights packed at one level must still give the right result at another: the
- * algorithm repacks into its workspace instead of reading a foreign layout. */
+/* Weights packed, or a plan's state made, at one level must still give the right result
+ * at another: the algorithm repacks into its workspace (or redoes the state's work)
+ * instead of reading a foreign layout. */
 static void check_packed_across_levels(const char *name, void (*gen)(rng *, tconv *))
 {
     const cf_algo *algo = cf_registry_find(name);
     assert_non_null(algo);
-    if (cf_isa_machine() == CF_ISA_PORTABLE || !algo->pack_weights)
+    if (cf_isa_machine() == CF_ISA_PORTABLE || !(algo->pack_weights || algo->prepare))
         skip();
     rng r = {42};
     tconv t;
@@ -483,7 +484,8 @@ static void check_packed_across_levels(const char *name, void (*gen)(rng *, tcon
     if (algo->prepare)
         assert_int_equal(algo->prepare(p, &state), CONVFIND_OK);
     assert_int_equal(cf_isa_force(cf_isa_machine()), CONVFIND_OK);
-    assert_int_equal(algo->pack_weights(p, state, w, &packed), CONVFIND_OK);
+    if (algo->pack_weights)
+        assert_int_equal(algo->pack_weights(p, state, w, &packed), CONVFIND_OK);
     cf_exec_args a = {.x = x, .w = w, .b = b, .z = z, .y = y0, .workspace = ws,
                       .workspace_size = ws_bytes};
     assert_int_equal(algo->execute(p, state, &a), CONVFIND_OK); /* unpacked, top level */
@@ -494,7 +496,8 @@ static void check_packed_across_levels(const char *name, void (*gen)(rng *, tcon
     cf_isa_unforce();
     for (size_t i = 0; i < p->y_elems; i++)
         assert_true(fabsf(y0[i] - y1[i]) <= 1e-4f * (1.0f + fabsf(y0[i])));
-    algo->free_packed(packed);
+    if (algo->free_packed)
+        algo->free_packed(packed);
     if (algo->release)
         algo->release(state);
     free(ws), free(x), free(w), free(b), free(z), free(y0), free(y1);
@@ -599,6 +602,25 @@ static void test_depthwise_3x3_random(void **state)
 {
     (void)state;
     check_family(&depthwise_3x3);
+}
+
+/* Stride-1 planes small enough for the phase table (7x7, as MobileNet's last layers),
+ * several per task. */
+static void gen_depthwise_3x3_small(rng *r, tconv *t)
+{
+    do
+        gen_depthwise_3x3(r, t);
+    while (t->s[0] != 1);
+    t->in[0] = t->in[1] = 7;
+    t->c = t->g = t->m = 24;
+}
+
+/* The plan's state (the phase table) is made at the machine's level; executions at the
+ * portable level build their own. */
+static void test_depthwise_3x3_state_across_levels(void **state)
+{
+    (void)state;
+    check_packed_across_levels(depthwise_3x3.algo, gen_depthwise_3x3_small);
 }
 
 /* 2-D 3x3 depthwise NCHW with multiplier 1, strides 1 (pads 1) and 2 (start pads 1, end
@@ -890,6 +912,7 @@ int main(void)
         cmocka_unit_test(test_depthwise_small_workspace),
         cmocka_unit_test(test_depthwise_applicability),
         cmocka_unit_test(test_depthwise_3x3_random),
+        cmocka_unit_test(test_depthwise_3x3_state_across_levels),
         cmocka_unit_test(test_depthwise_3x3_applicability),
         cmocka_unit_test(test_winograd_f2_random),
         cmocka_unit_test(test_winograd_f4_random),
