@@ -950,6 +950,48 @@ DW_INLINE void dw_3x3s2_plane(const cf_dw_job *j, const float *x, float *y, cons
         dw_3x3s2_edge_row(j, x, oy, &c, y, z, w, bias, act);
 }
 
+/* Stride 2 where two output rows fit one vector (2 wo + 1 <= CF_VL: 7x7 outputs at 16
+ * lanes, where a vector per row leaves 9 of 16 lanes idle): lanes [0, wo) hold row oy
+ * and [wo, 2 wo) row oy + 1, which are 2 wo consecutive floats of Y.  For kernel row r,
+ * input rows 2 oy - 1 + r and 2 oy + 1 + r are each loaded once from their column -1 on
+ * (column -1, the padding, and columns past the row masked to zero), and tap dx of
+ * every lane is one two-source permute of the pair: lane 2 (l mod wo) + dx of the first
+ * row for the first wo lanes, of the second row for the next wo (`idx`, per dx).  Rows
+ * outside the input load nothing. */
+DW_INLINE void dw_3x3s2_pairs(const cf_dw_job *j, const float *x, float *y, const float *z,
+                              const cf_vf *w, cf_vf bias, const cf_vidx *idx,
+                              convfind_activation act)
+{
+    const int64_t hi = j->s.in[1], wi = j->s.in[2], ho = j->s.out[1], wo = j->s.out[2];
+    const unsigned cols = dw_lanes_below(dw_min(wi + 1, CF_VL)) & ~1u;
+    for (int64_t oy = 0; oy < ho; oy += 2) {
+        const bool two = oy + 1 < ho;
+        cf_vf acc[3];
+        for (int r = 0; r < 3; r++) {
+            const int64_t r1 = 2 * oy - 1 + r, r2 = r1 + 2;
+            cf_vf a = cf_vload_mask(x + r1 * wi - 1, r1 >= 0 && r1 < hi ? cols : 0u);
+            cf_vf b = cf_vload_mask(x + r2 * wi - 1, two && r2 < hi ? cols : 0u);
+            acc[r] = cf_vfma(w[3 * r], cf_vperm2(a, idx[0], b), r ? cf_vzero() : bias);
+            acc[r] = cf_vfma(w[3 * r + 1], cf_vperm2(a, idx[1], b), acc[r]);
+            acc[r] = cf_vfma(w[3 * r + 2], cf_vperm2(a, idx[2], b), acc[r]);
+        }
+        const int64_t at = oy * wo;
+        dw_3x3_out(cf_vadd(acc[0], cf_vadd(acc[1], acc[2])), z ? z + at : NULL, y + at,
+                   two ? 2 * wo : wo, act, j->p->alpha, j->p->beta);
+    }
+}
+
+/* dw_3x3s2_pairs' permute indices for output rows of wo. */
+static inline void dw_3x3s2_pair_index(int64_t wo, cf_vidx *idx)
+{
+    for (int dx = 0; dx < 3; dx++) {
+        int32_t lanes[CF_VL];
+        for (int64_t l = 0; l < CF_VL; l++)
+            lanes[l] = (int32_t)(l < wo ? 2 * l + dx : l < 2 * wo ? CF_VL + 2 * (l - wo) + dx : 0);
+        idx[dx] = cf_vidx_load(lanes);
+    }
+}
+
 /* `count` (image, channel) planes from `first` (n * M + m), X and Y in place; W as ONNX
  * stores it.  One call per run of planes: the activation is switched on once, and
  * consecutive planes overlap in the core (2 threads, s2 c96 112²: 0.042-0.045 -> 0.038-0.040
@@ -962,6 +1004,10 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
         dw_3x3s1_runs_any(j, first, count, act);
         return;
     }
+    const bool pairs = j->s.stride[2] == 2 && 2 * j->s.out[2] + 1 <= CF_VL;
+    cf_vidx idx[3];
+    if (pairs)
+        dw_3x3s2_pair_index(j->s.out[2], idx);
     for (size_t plane = first; plane < first + count; plane++) {
         const float *x = j->x + plane * (size_t)p->in_sp;
         float *y = j->y + plane * (size_t)p->out_sp;
@@ -970,6 +1016,8 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
         dw_3x3_weights(j, (int64_t)plane % p->m, w, &bias);
         if (j->s.stride[2] == 1)
             dw_3x3s1_plane(j, x, y, z, w, bias, act);
+        else if (pairs)
+            dw_3x3s2_pairs(j, x, y, z, w, bias, idx, act);
         else
             dw_3x3s2_plane(j, x, y, z, w, bias, act);
     }

@@ -38,6 +38,8 @@
  *   cf_vadd_mask(a, b, bits)  a + b in the lanes whose bit is set, a elsewhere (b's
  *                    other lanes never reach the result, NaN and infinity included)
  *   cf_vblend(bits, a, b)  b in the lanes whose bit is set, a elsewhere
+ *   cf_vidx          CF_VL int32 lane indices; cf_vidx_load(p) loads CF_VL of them
+ *   cf_vperm2(a, idx, b)  lane l = lane idx[l] mod 2 CF_VL of a followed by b
  *
  * cf_vmax(a, b) and cf_vmin(a, b) follow the x86 rule "a > b ? a : b" (resp. <), which
  * is what the scalar epilogue computes, so vector and scalar activations agree bit for
@@ -139,6 +141,9 @@ static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigne
 #define cf_vload_mask(p, bits) _mm512_maskz_loadu_ps((__mmask16)(bits), (p))
 #define cf_vfma_mask(a, b, c, bits) _mm512_mask3_fmadd_ps((a), (b), (c), (__mmask16)(bits))
 #define cf_vadd_mask(a, b, bits) _mm512_mask_add_ps((a), (__mmask16)(bits), (a), (b))
+typedef __m512i cf_vidx;
+#define cf_vidx_load(p) _mm512_loadu_si512(p)
+#define cf_vperm2(a, idx, b) _mm512_permutex2var_ps((a), (idx), (b))
 #define cf_vblend(bits, a, b) _mm512_mask_blend_ps((__mmask16)(bits), (a), (b))
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
@@ -250,6 +255,14 @@ static inline cf_vf cf_vblend(unsigned bits, cf_vf a, cf_vf b)
 static inline cf_vf cf_vadd_mask(cf_vf a, cf_vf b, unsigned bits)
 {
     return cf_vblend(bits, a, _mm256_add_ps(a, b));
+}
+typedef __m256i cf_vidx;
+#define cf_vidx_load(p) _mm256_loadu_si256((const __m256i *)(p))
+/* Each source permuted by the index's low 3 bits; bit 3, moved to the sign, picks b. */
+static inline cf_vf cf_vperm2(cf_vf a, cf_vidx idx, cf_vf b)
+{
+    return _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, idx), _mm256_permutevar8x32_ps(b, idx),
+                            _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
 }
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
@@ -365,6 +378,22 @@ static inline cf_vf cf_vblend(unsigned bits, cf_vf a, cf_vf b)
 static inline cf_vf cf_vadd_mask(cf_vf a, cf_vf b, unsigned bits)
 {
     return cf_vblend(bits, a, a + b);
+}
+typedef cf_vi cf_vidx;
+static inline cf_vidx cf_vidx_load(const int32_t *p)
+{
+    cf_vidx v;
+    memcpy(&v, p, sizeof v);
+    return v;
+}
+static inline cf_vf cf_vperm2(cf_vf a, cf_vidx idx, cf_vf b)
+{
+    cf_vf v;
+    for (int l = 0; l < CF_VL; l++) {
+        int i = idx[l] & (2 * CF_VL - 1);
+        v[l] = i < CF_VL ? a[i] : b[i - CF_VL];
+    }
+    return v;
 }
 
 #else
