@@ -170,11 +170,18 @@ static void dw_units_task(void *arg, size_t index)
         r->unit(r->j, i);
 }
 
-/* Runs `count` units of `outputs` outputs each, in tasks of about DW_TASK_OUTPUTS. */
+/* Runs `count` units of `outputs` outputs each, in tasks of about DW_TASK_OUTPUTS, as
+ * many as a multiple of the pool's threads: 7 tasks on 2 threads left one with 4 of them
+ * (algo_layers, 2 threads, cpu.depthwise_3x3: s2 c576 14x14 in 8 tasks 0.0072-0.0074 ->
+ * 0.0063-0.0067 ms, c960 7x7 in 12 0.0064-0.0069 -> 0.0060-0.0064). */
 static void dw_run_units(cf_threadpool *pool, dw_run *r, size_t count, size_t outputs)
 {
+    const size_t threads = (size_t)cf_threadpool_size(pool);
+    size_t tasks = (count * outputs + DW_TASK_OUTPUTS - 1) / DW_TASK_OUTPUTS;
+    tasks = (tasks + threads - 1) / threads * threads;
+    tasks = tasks < count ? tasks : count;
     r->count = count;
-    r->per_task = outputs >= DW_TASK_OUTPUTS ? 1 : DW_TASK_OUTPUTS / (outputs ? outputs : 1);
+    r->per_task = tasks ? (count + tasks - 1) / tasks : 1;
     cf_parallel_for(pool, (count + r->per_task - 1) / r->per_task, dw_units_task, r);
 }
 
