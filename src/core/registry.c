@@ -29,8 +29,8 @@ extern const cf_algo cf_algo_cuda_direct;
 
 static const cf_algo *const registry[] = {
     &cf_algo_cpu_gemm_1x1,
+    &cf_algo_cpu_depthwise_3x3, /* before cpu.depthwise: faster on nearly every 3x3 layer */
     &cf_algo_cpu_depthwise,
-    &cf_algo_cpu_depthwise_3x3,
     &cf_algo_cpu_direct_blocked,
     &cf_algo_cpu_winograd_f4x3,
     &cf_algo_cpu_winograd_f2x3,
