@@ -772,32 +772,39 @@ DW_INLINE cf_vf dw_s1_phase_vector(const float *q, int64_t p0, int64_t wd, int64
     return cf_vadd_mask(cf_vadd_mask(a0, a1, e->up), a2, e->down);
 }
 
+/* What every vector of a run reads, copied out of the job once: as far as the compiler
+ * knows, the stores to Y could change the job, and it reloaded each field per vector. */
+typedef struct dw_s1_consts {
+    const cf_dw_s1_phase *phases, *phases_end;
+    int64_t wd, n, channels;
+    float alpha, beta;
+} dw_s1_consts;
+
 /* Output vector k of the run (p0 = k * CF_VL).  A vector straddling two planes is
  * computed with each plane's weights and its lanes taken from the one they belong to:
  * blending the weights instead needs both sets at once, which the registers do not
  * hold beside the window (the window went through memory on every vector). */
-DW_INLINE void dw_s1_run_vector(const cf_dw_job *j, const float *x, float *y, const float *z,
-                                int64_t p0, int64_t n, bool edge, dw_s1_win *s, cf_vf *w,
-                                int64_t *m, int64_t *ph, convfind_activation act)
+DW_INLINE void dw_s1_run_vector(const cf_dw_job *j, const dw_s1_consts *c, const float *x,
+                                float *y, const float *z, int64_t p0, bool edge, dw_s1_win *s,
+                                cf_vf *w, int64_t *m, const cf_dw_s1_phase **ph,
+                                convfind_activation act)
 {
-    const cf_problem *p = j->p;
-    const int64_t wd = j->s.in[2];
-    const cf_dw_s1_phase *e = &j->phases[*ph];
-    *ph = *ph + 1 == j->nphases ? 0 : *ph + 1;
+    const cf_dw_s1_phase *e = *ph;
+    *ph = e + 1 == c->phases_end ? c->phases : e + 1;
     cf_vf vn, un;
-    cf_vf acc = dw_s1_phase_vector(x + p0, p0, wd, n, edge, s, e, w, &vn, &un);
+    cf_vf acc = dw_s1_phase_vector(x + p0, p0, c->wd, c->n, edge, s, e, w, &vn, &un);
     if (e->ends) {
-        *m = *m + 1 == p->m ? 0 : *m + 1;
+        *m = *m + 1 == c->channels ? 0 : *m + 1;
         dw_3x3_weights(j, *m, w, &w[9]);
         if (e->next)
             acc = cf_vblend(e->next, acc,
-                            dw_s1_phase_vector(x + p0, p0, wd, n, edge, s, e, w, &vn, &un));
+                            dw_s1_phase_vector(x + p0, p0, c->wd, c->n, edge, s, e, w, &vn, &un));
     }
     s->vp = s->v;
     s->v = vn;
     s->up = s->u;
     s->u = un;
-    dw_3x3_out(acc, z ? z + p0 : NULL, y + p0, dw_min(n - p0, CF_VL), act, p->alpha, p->beta);
+    dw_3x3_out(acc, z ? z + p0 : NULL, y + p0, dw_min(c->n - p0, CF_VL), act, c->alpha, c->beta);
 }
 
 /* Stride 1 (pads 1, so Y's planes are X's) on planes with a phase table: `count`
@@ -826,17 +833,19 @@ DW_INLINE void dw_3x3s1_runs(const cf_dw_job *j, size_t plane, size_t count,
     const int64_t k_b = dw_max(k_a, rest >= 0 ? rest / CF_VL + 1 : 0);
     /* The window, the weights and bias of the plane the next vector starts in (w[9]
      * the bias), its channel, and the next vector's phase. */
+    const dw_s1_consts c = {j->phases, j->phases + j->nphases, wd, n, p->m, p->alpha, p->beta};
     dw_s1_win s = {cf_vzero(), cf_vload_mask(x, dw_flat_inside(0, 0, n)), cf_vzero(),
                    cf_vload_mask(x - wd, dw_flat_inside(0, -wd, n)), cf_vzero()};
     cf_vf w[10];
-    int64_t m = (int64_t)(plane % (size_t)p->m), ph = 0, k = 0;
+    int64_t m = (int64_t)(plane % (size_t)p->m), k = 0;
+    const cf_dw_s1_phase *ph = c.phases;
     dw_3x3_weights(j, m, w, &w[9]);
     for (; k < k_a; k++)
-        dw_s1_run_vector(j, x, y, z, k * CF_VL, n, true, &s, w, &m, &ph, act);
+        dw_s1_run_vector(j, &c, x, y, z, k * CF_VL, true, &s, w, &m, &ph, act);
     for (; k < k_b; k++)
-        dw_s1_run_vector(j, x, y, z, k * CF_VL, n, false, &s, w, &m, &ph, act);
+        dw_s1_run_vector(j, &c, x, y, z, k * CF_VL, false, &s, w, &m, &ph, act);
     for (; k < nvec; k++)
-        dw_s1_run_vector(j, x, y, z, k * CF_VL, n, true, &s, w, &m, &ph, act);
+        dw_s1_run_vector(j, &c, x, y, z, k * CF_VL, true, &s, w, &m, &ph, act);
 }
 
 /* dw_3x3s1_runs with the activation a constant in each instance, in a function of its
