@@ -962,43 +962,74 @@ DW_INLINE void dw_3x3s2_plane(const cf_dw_job *j, const float *x, float *y, cons
 /* Stride 2 where two output rows fit one vector (2 wo + 1 <= CF_VL: 7x7 outputs at 16
  * lanes, where a vector per row leaves 9 of 16 lanes idle): lanes [0, wo) hold row oy
  * and [wo, 2 wo) row oy + 1, which are 2 wo consecutive floats of Y.  For kernel row r,
- * input rows 2 oy - 1 + r and 2 oy + 1 + r are each loaded once from their column -1 on
- * (column -1, the padding, and columns past the row masked to zero), and tap dx of
- * every lane is one two-source permute of the pair: lane 2 (l mod wo) + dx of the first
- * row for the first wo lanes, of the second row for the next wo (`idx`, per dx).  Rows
- * outside the input load nothing. */
-DW_INLINE void dw_3x3s2_pairs(const cf_dw_job *j, const float *x, float *y, const float *z,
-                              const cf_vf *w, cf_vf bias, const cf_vidx *idx,
-                              convfind_activation act)
+ * input rows 2 oy - 1 + r and 2 oy + 1 + r are each loaded once from their column -1 on,
+ * and tap dx of every lane is one two-source permute of the pair: lane 2 (l mod wo) +
+ * dx of the first row for the first wo lanes, of the second row for the next wo.  The
+ * permutes zero the lanes whose tap is column -1 or a column past the row (the
+ * padding), so the rows between the first and last pairs load without masks (a fifth
+ * of a 7x7 plane's time went to the masked loads); the first and last pairs mask their
+ * loads to the rows inside the input. */
+typedef struct dw_s2_pairs {
+    cf_vidx idx[3];   /* per dx */
+    unsigned keep[3]; /* per dx: the lanes whose tap is inside the row */
+    int64_t mid;      /* pairs from oy = 2 to before mid load without masks */
+} dw_s2_pairs;
+
+static inline void dw_3x3s2_pairs_of(const cf_dw_job *j, dw_s2_pairs *pp)
 {
     const int64_t hi = j->s.in[1], wi = j->s.in[2], ho = j->s.out[1], wo = j->s.out[2];
-    const unsigned cols = dw_lanes_below(dw_min(wi + 1, CF_VL)) & ~1u;
-    for (int64_t oy = 0; oy < ho; oy += 2) {
-        const bool two = oy + 1 < ho;
-        cf_vf acc[3];
-        for (int r = 0; r < 3; r++) {
-            const int64_t r1 = 2 * oy - 1 + r, r2 = r1 + 2;
-            cf_vf a = cf_vload_mask(x + r1 * wi - 1, r1 >= 0 && r1 < hi ? cols : 0u);
-            cf_vf b = cf_vload_mask(x + r2 * wi - 1, two && r2 < hi ? cols : 0u);
-            acc[r] = cf_vfma(w[3 * r], cf_vperm2(a, idx[0], b), r ? cf_vzero() : bias);
-            acc[r] = cf_vfma(w[3 * r + 1], cf_vperm2(a, idx[1], b), acc[r]);
-            acc[r] = cf_vfma(w[3 * r + 2], cf_vperm2(a, idx[2], b), acc[r]);
-        }
-        const int64_t at = oy * wo;
-        dw_3x3_out(cf_vadd(acc[0], cf_vadd(acc[1], acc[2])), z ? z + at : NULL, y + at,
-                   two ? 2 * wo : wo, act, j->p->alpha, j->p->beta);
-    }
-}
-
-/* dw_3x3s2_pairs' permute indices for output rows of wo. */
-static inline void dw_3x3s2_pair_index(int64_t wo, cf_vidx *idx)
-{
     for (int dx = 0; dx < 3; dx++) {
         int32_t lanes[CF_VL];
         for (int64_t l = 0; l < CF_VL; l++)
             lanes[l] = (int32_t)(l < wo ? 2 * l + dx : l < 2 * wo ? CF_VL + 2 * (l - wo) + dx : 0);
-        idx[dx] = cf_vidx_load(lanes);
+        pp->idx[dx] = cf_vidx_load(lanes);
     }
+    const unsigned all = dw_lanes_below(CF_VL);
+    pp->keep[0] = all & ~(1u | 1u << wo);
+    pp->keep[1] = all;
+    pp->keep[2] = 2 * wo - 1 >= wi ? all & ~(1u << (wo - 1) | 1u << (2 * wo - 1)) : all;
+    /* A pair oy >= 2 loads rows 2 oy - 1 .. 2 oy + 3, each with one column before it and
+     * the CF_VL - 1 after: inside the plane while 2 oy + 3 <= hi - 2; and it needs its
+     * second row, oy + 1 < ho. */
+    const int64_t last = dw_min((hi - 5) / 2, ho - 2); /* the last such oy, if >= 2 */
+    pp->mid = last >= 2 ? (last & ~(int64_t)1) + 2 : 2;
+}
+
+/* Output rows oy and oy + 1 (if it exists); `inside` (a constant in each instance): the
+ * pair loads without masks. */
+DW_INLINE void dw_3x3s2_pair(const cf_dw_job *j, const float *x, float *y, const float *z,
+                             const cf_vf *w, cf_vf bias, const dw_s2_pairs *pp, int64_t oy,
+                             bool inside, convfind_activation act)
+{
+    const int64_t hi = j->s.in[1], wi = j->s.in[2], ho = j->s.out[1], wo = j->s.out[2];
+    const unsigned cols = dw_lanes_below(dw_min(wi + 1, CF_VL)) & ~1u;
+    const bool two = inside || oy + 1 < ho;
+    cf_vf acc[3];
+    for (int r = 0; r < 3; r++) {
+        const int64_t r1 = 2 * oy - 1 + r, r2 = r1 + 2;
+        const float *qa = x + r1 * wi - 1, *qb = x + r2 * wi - 1;
+        cf_vf a = inside ? cf_vload(qa) : cf_vload_mask(qa, r1 >= 0 && r1 < hi ? cols : 0u);
+        cf_vf b = inside ? cf_vload(qb) : cf_vload_mask(qb, two && r2 < hi ? cols : 0u);
+        acc[r] = r ? cf_vzero() : bias;
+        for (int dx = 0; dx < 3; dx++)
+            acc[r] = cf_vfma(w[3 * r + dx], cf_vperm2_mask(a, pp->idx[dx], b, pp->keep[dx]),
+                             acc[r]);
+    }
+    const int64_t at = oy * wo;
+    dw_3x3_out(cf_vadd(acc[0], cf_vadd(acc[1], acc[2])), z ? z + at : NULL, y + at,
+               two ? 2 * wo : wo, act, j->p->alpha, j->p->beta);
+}
+
+DW_INLINE void dw_3x3s2_pairs(const cf_dw_job *j, const float *x, float *y, const float *z,
+                              const cf_vf *w, cf_vf bias, const dw_s2_pairs *pp,
+                              convfind_activation act)
+{
+    int64_t oy = 0;
+    dw_3x3s2_pair(j, x, y, z, w, bias, pp, oy, false, act);
+    for (oy = 2; oy < pp->mid; oy += 2)
+        dw_3x3s2_pair(j, x, y, z, w, bias, pp, oy, true, act);
+    for (; oy < j->s.out[1]; oy += 2)
+        dw_3x3s2_pair(j, x, y, z, w, bias, pp, oy, false, act);
 }
 
 /* `count` (image, channel) planes from `first` (n * M + m), X and Y in place; W as ONNX
@@ -1014,9 +1045,10 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
         return;
     }
     const bool pairs = j->s.stride[2] == 2 && 2 * j->s.out[2] + 1 <= CF_VL;
-    cf_vidx idx[3];
+    dw_s2_pairs pp;
+    memset(&pp, 0, sizeof pp);
     if (pairs)
-        dw_3x3s2_pair_index(j->s.out[2], idx);
+        dw_3x3s2_pairs_of(j, &pp);
     for (size_t plane = first; plane < first + count; plane++) {
         const float *x = j->x + plane * (size_t)p->in_sp;
         float *y = j->y + plane * (size_t)p->out_sp;
@@ -1026,7 +1058,7 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
         if (j->s.stride[2] == 1)
             dw_3x3s1_plane(j, x, y, z, w, bias, act);
         else if (pairs)
-            dw_3x3s2_pairs(j, x, y, z, w, bias, idx, act);
+            dw_3x3s2_pairs(j, x, y, z, w, bias, &pp, act);
         else
             dw_3x3s2_plane(j, x, y, z, w, bias, act);
     }

@@ -40,6 +40,7 @@
  *   cf_vblend(bits, a, b)  b in the lanes whose bit is set, a elsewhere
  *   cf_vidx          CF_VL int32 lane indices; cf_vidx_load(p) loads CF_VL of them
  *   cf_vperm2(a, idx, b)  lane l = lane idx[l] mod 2 CF_VL of a followed by b
+ *   cf_vperm2_mask(a, idx, b, bits)  the same in the lanes whose bit is set, 0 elsewhere
  *
  * cf_vmax(a, b) and cf_vmin(a, b) follow the x86 rule "a > b ? a : b" (resp. <), which
  * is what the scalar epilogue computes, so vector and scalar activations agree bit for
@@ -144,6 +145,8 @@ static inline void cf_vscatter(float *base, const int32_t *idx, cf_vf v, unsigne
 typedef __m512i cf_vidx;
 #define cf_vidx_load(p) _mm512_loadu_si512(p)
 #define cf_vperm2(a, idx, b) _mm512_permutex2var_ps((a), (idx), (b))
+#define cf_vperm2_mask(a, idx, b, bits)                                                    \
+    _mm512_maskz_permutex2var_ps((__mmask16)(bits), (a), (idx), (b))
 #define cf_vblend(bits, a, b) _mm512_mask_blend_ps((__mmask16)(bits), (a), (b))
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
@@ -263,6 +266,10 @@ static inline cf_vf cf_vperm2(cf_vf a, cf_vidx idx, cf_vf b)
 {
     return _mm256_blendv_ps(_mm256_permutevar8x32_ps(a, idx), _mm256_permutevar8x32_ps(b, idx),
                             _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+}
+static inline cf_vf cf_vperm2_mask(cf_vf a, cf_vidx idx, cf_vf b, unsigned bits)
+{
+    return _mm256_and_ps(cf_vperm2(a, idx, b), _mm256_castsi256_ps(cf_vbits(bits)));
 }
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
@@ -394,6 +401,10 @@ static inline cf_vf cf_vperm2(cf_vf a, cf_vidx idx, cf_vf b)
         v[l] = i < CF_VL ? a[i] : b[i - CF_VL];
     }
     return v;
+}
+static inline cf_vf cf_vperm2_mask(cf_vf a, cf_vidx idx, cf_vf b, unsigned bits)
+{
+    return cf_vblend(bits, cf_vzero(), cf_vperm2(a, idx, b));
 }
 
 #else
