@@ -950,12 +950,26 @@ DW_INLINE void dw_3x3s2_plane(const cf_dw_job *j, const float *x, float *y, cons
     c.ma = dw_lanes_below(wi - 2 * c.fast * CF_VL);
     c.mb = dw_lanes_below(wi - (2 * c.fast + 1) * CF_VL);
     int64_t mid = dw_max(1, dw_min(ho, (hi - 2) / 2 + 1)); /* rows [1, mid) are inside */
+    /* Rows [1, unmasked) load their last vector without masks too: its lanes past the row
+     * read the next row, which only reaches outputs past the row's end, and its loads
+     * end inside the plane (row 2 oy + 1 from column 2 fast CF_VL, 2 CF_VL floats).  Not
+     * where the last output's right tap is the end padding (2 wo - 1 >= wi).  Masked, the
+     * last vector cost a fifth of a 28-wide row (s2 c144 56x56). */
+    const int64_t tail = 2 * c.fast * CF_VL + 2 * CF_VL;
+    int64_t unmasked = c.n && 2 * wo - 1 < wi ? (hi * wi - tail - wi) / (2 * wi) + 1 : 1;
+    unmasked = dw_max(1, dw_min(unmasked, mid));
+    const dw_s2_cols cf = {c.fast, c.n, ~0u, ~0u};
     dw_3x3s2_edge_row(j, x, 0, &c, y, z, w, bias, act);
-    for (int64_t oy = 1; oy < mid; oy++) {
+    int64_t oy = 1;
+    for (; oy < unmasked; oy++) {
+        const float *rows[3] = {x + (2 * oy - 1) * wi, x + 2 * oy * wi, x + (2 * oy + 1) * wi};
+        dw_3x3s2_row(j, rows, all, &cf, y + oy * wo, z ? z + oy * wo : NULL, w, bias, act);
+    }
+    for (; oy < mid; oy++) {
         const float *rows[3] = {x + (2 * oy - 1) * wi, x + 2 * oy * wi, x + (2 * oy + 1) * wi};
         dw_3x3s2_row(j, rows, all, &c, y + oy * wo, z ? z + oy * wo : NULL, w, bias, act);
     }
-    for (int64_t oy = mid; oy < ho; oy++)
+    for (oy = mid; oy < ho; oy++)
         dw_3x3s2_edge_row(j, x, oy, &c, y, z, w, bias, act);
 }
 
