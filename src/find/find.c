@@ -99,13 +99,15 @@ static void fill(float *v, size_t n, uint64_t seed)
     }
 }
 
-/* A test tensor of n floats on a cache line of its own, as frameworks allocate theirs
- * (64-byte aligned): with malloc's 16-byte alignment the kernels' loads split lines in
- * other places than on the caller's tensors, and Find ranked close candidates the other
- * way round (cpu.depthwise_3x3 against cpu.depthwise on 14x14 planes). */
+/* A test tensor of n floats starting a page, as large framework tensors (mmap-backed)
+ * do.  With malloc's 16-byte alignment the kernels' loads split lines in other places
+ * than on a caller's tensors; and where Y started up to 512 bytes after X modulo 4 KiB,
+ * loads of X waited on stores to Y that only shared their low address bits (dw c384
+ * 14x14, one thread: 157 -> 189-206 cycles a plane for cpu.depthwise_3x3), so Find
+ * ranked close candidates by an accident of its own allocations (y - x = 128 there). */
 static float *test_tensor(size_t n)
 {
-    return aligned_alloc(64, (n * sizeof(float) + 63) & ~(size_t)63);
+    return aligned_alloc(4096, (n * sizeof(float) + 4095) & ~(size_t)4095);
 }
 
 static convfind_status bench_init(bench *bn, const cf_problem *p, const cf_find_config *cfg)
