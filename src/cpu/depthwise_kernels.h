@@ -974,19 +974,21 @@ DW_INLINE void dw_3x3s2_plane(const cf_dw_job *j, const float *x, float *y, cons
 }
 
 /* Stride 2 where two output rows fit one vector (2 wo + 1 <= CF_VL: 7x7 outputs at 16
- * lanes, where a vector per row leaves 9 of 16 lanes idle): lanes [0, wo) hold row oy
- * and [wo, 2 wo) row oy + 1, which are 2 wo consecutive floats of Y.  For kernel row r,
- * input rows 2 oy - 1 + r and 2 oy + 1 + r are each loaded once from their column -1 on,
- * and tap dx of every lane is one two-source permute of the pair: lane 2 (l mod wo) +
- * dx of the first row for the first wo lanes, of the second row for the next wo.  The
- * permutes zero the lanes whose tap is column -1 or a column past the row (the
- * padding), so the rows between the first and last pairs load without masks (a fifth
- * of a 7x7 plane's time went to the masked loads); the first and last pairs mask their
- * loads to the rows inside the input. */
+ * lanes, where a vector per row leaves 9 of 16 lanes idle): two planes at a time, lanes
+ * [0, wo) holding row oy of the first and [wo, 2 wo) row oy of the second, each lane
+ * with its plane's weights.  For kernel row r, input row 2 oy - 1 + r of each plane is
+ * loaded once from its column -1 on, and tap dx of every lane is one two-source permute
+ * of the two: lane 2 (l mod wo) + dx of the first plane's row for the first wo lanes, of
+ * the second's for the next wo.  (Two rows of one plane per vector left the last of 7
+ * rows alone in its vector.)  The permutes zero the lanes whose tap is column -1 or a
+ * column past the row (the padding), so the rows whose loads stay inside the plane load
+ * without masks: masked, the loads took a fifth of a plane's time; the first and last
+ * rows mask their loads to the input. */
 typedef struct dw_s2_pairs {
     cf_vidx idx[3];   /* per dx */
     unsigned keep[3]; /* per dx: the lanes whose tap is inside the row */
-    int64_t mid;      /* pairs from oy = 2 to before mid load without masks */
+    unsigned lo, hi;  /* the first plane's lanes, the second's */
+    int64_t mid;      /* rows [1, mid) load without masks */
 } dw_s2_pairs;
 
 static inline void dw_3x3s2_pairs_of(const cf_dw_job *j, dw_s2_pairs *pp)
@@ -1002,48 +1004,65 @@ static inline void dw_3x3s2_pairs_of(const cf_dw_job *j, dw_s2_pairs *pp)
     pp->keep[0] = all & ~(1u | 1u << wo);
     pp->keep[1] = all;
     pp->keep[2] = 2 * wo - 1 >= wi ? all & ~(1u << (wo - 1) | 1u << (2 * wo - 1)) : all;
-    /* A pair oy >= 2 loads rows 2 oy - 1 .. 2 oy + 3, each with one column before it and
-     * the CF_VL - 1 after: inside the plane while 2 oy + 3 <= hi - 2; and it needs its
-     * second row, oy + 1 < ho. */
-    const int64_t last = dw_min((hi - 5) / 2, ho - 2); /* the last such oy, if >= 2 */
-    pp->mid = last >= 2 ? (last & ~(int64_t)1) + 2 : 2;
+    pp->lo = dw_lanes_below(wo);
+    pp->hi = dw_lanes_below(2 * wo) & ~pp->lo;
+    /* Row oy >= 1 reads input rows 2 oy - 1 .. 2 oy + 1, each from one column before it
+     * to CF_VL - 1 after: inside the plane while 2 oy + 1 <= hi - 2. */
+    pp->mid = dw_max(1, dw_min(ho, (hi - 3) / 2 + 1));
 }
 
-/* Output rows oy and oy + 1 (if it exists); `inside` (a constant in each instance): the
- * pair loads without masks. */
-DW_INLINE void dw_3x3s2_pair(const cf_dw_job *j, const float *x, float *y, const float *z,
-                             const cf_vf *w, cf_vf bias, const dw_s2_pairs *pp, int64_t oy,
-                             bool inside, convfind_activation act)
+/* Output row oy of planes (xa, ya, za) and, where `pair`, (xb, yb, zb); `inside` (a
+ * constant in each instance): its loads need no masks. */
+DW_INLINE void dw_3x3s2_pair_row(const cf_dw_job *j, const float *xa, const float *xb,
+                                 float *ya, float *yb, const float *za, const float *zb,
+                                 bool pair, const cf_vf *w, const dw_s2_pairs *pp, int64_t oy,
+                                 bool inside, convfind_activation act)
 {
-    const int64_t hi = j->s.in[1], wi = j->s.in[2], ho = j->s.out[1], wo = j->s.out[2];
+    const int64_t hi = j->s.in[1], wi = j->s.in[2], wo = j->s.out[2];
     const unsigned cols = dw_lanes_below(dw_min(wi + 1, CF_VL)) & ~1u;
-    const bool two = inside || oy + 1 < ho;
     cf_vf acc[3];
     for (int r = 0; r < 3; r++) {
-        const int64_t r1 = 2 * oy - 1 + r, r2 = r1 + 2;
-        const float *qa = x + r1 * wi - 1, *qb = x + r2 * wi - 1;
-        cf_vf a = inside ? cf_vload(qa) : cf_vload_mask(qa, r1 >= 0 && r1 < hi ? cols : 0u);
-        cf_vf b = inside ? cf_vload(qb) : cf_vload_mask(qb, two && r2 < hi ? cols : 0u);
-        acc[r] = r ? cf_vzero() : bias;
+        const int64_t iy = 2 * oy - 1 + r;
+        const unsigned m = iy >= 0 && iy < hi ? cols : 0u;
+        const float *qa = xa + iy * wi - 1, *qb = xb + iy * wi - 1;
+        cf_vf a = inside ? cf_vload(qa) : cf_vload_mask(qa, m);
+        cf_vf b = inside ? cf_vload(qb) : cf_vload_mask(qb, pair ? m : 0u);
+        acc[r] = r ? cf_vzero() : w[9];
         for (int dx = 0; dx < 3; dx++)
             acc[r] = cf_vfma(w[3 * r + dx], cf_vperm2_mask(a, pp->idx[dx], b, pp->keep[dx]),
                              acc[r]);
     }
+    cf_vf v = cf_vadd(acc[0], cf_vadd(acc[1], acc[2]));
     const int64_t at = oy * wo;
-    dw_3x3_out(cf_vadd(acc[0], cf_vadd(acc[1], acc[2])), z ? z + at : NULL, y + at,
-               two ? 2 * wo : wo, act, j->p->alpha, j->p->beta);
+    const unsigned hi_lanes = pair ? pp->hi : 0u;
+    if (za)
+        v = cf_vadd(v, cf_vadd(cf_vload_mask(za + at, pp->lo),
+                               cf_vload_mask(zb + at - wo, hi_lanes)));
+    v = cf_vactivate(v, act, j->p->alpha, j->p->beta);
+    cf_vstore_mask(ya + at, v, pp->lo);
+    cf_vstore_mask(yb + at - wo, v, hi_lanes);
 }
 
-DW_INLINE void dw_3x3s2_pairs(const cf_dw_job *j, const float *x, float *y, const float *z,
-                              const cf_vf *w, cf_vf bias, const dw_s2_pairs *pp,
-                              convfind_activation act)
+/* Planes `plane` and, where `pair`, plane + 1 (their weights and biases blended into w,
+ * the second plane's in the upper lanes). */
+DW_INLINE void dw_3x3s2_pair_planes(const cf_dw_job *j, size_t plane, bool pair,
+                                    const cf_vf *w, const dw_s2_pairs *pp,
+                                    convfind_activation act)
 {
+    const cf_problem *p = j->p;
+    const size_t in_sp = (size_t)p->in_sp, out_sp = (size_t)p->out_sp;
+    const float *xa = j->x + plane * in_sp, *xb = xa + in_sp;
+    float *ya = j->y + plane * out_sp, *yb = ya + out_sp;
+    const float *za = j->z ? j->z + plane * out_sp : NULL, *zb = za ? za + out_sp : NULL;
     int64_t oy = 0;
-    dw_3x3s2_pair(j, x, y, z, w, bias, pp, oy, false, act);
-    for (oy = 2; oy < pp->mid; oy += 2)
-        dw_3x3s2_pair(j, x, y, z, w, bias, pp, oy, true, act);
-    for (; oy < j->s.out[1]; oy += 2)
-        dw_3x3s2_pair(j, x, y, z, w, bias, pp, oy, false, act);
+    dw_3x3s2_pair_row(j, xa, xb, ya, yb, za, zb, pair, w, pp, oy, false, act);
+    for (oy = 1; oy < pp->mid; oy++)
+        if (pair)
+            dw_3x3s2_pair_row(j, xa, xb, ya, yb, za, zb, true, w, pp, oy, true, act);
+        else
+            dw_3x3s2_pair_row(j, xa, xb, ya, yb, za, zb, false, w, pp, oy, false, act);
+    for (; oy < j->s.out[1]; oy++)
+        dw_3x3s2_pair_row(j, xa, xb, ya, yb, za, zb, pair, w, pp, oy, false, act);
 }
 
 /* `count` (image, channel) planes from `first` (n * M + m), X and Y in place; W as ONNX
@@ -1058,11 +1077,23 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
         dw_3x3s1_runs_any(j, first, count, act);
         return;
     }
-    const bool pairs = j->s.stride[2] == 2 && 2 * j->s.out[2] + 1 <= CF_VL;
-    dw_s2_pairs pp;
-    memset(&pp, 0, sizeof pp);
-    if (pairs)
+    if (j->s.stride[2] == 2 && 2 * j->s.out[2] + 1 <= CF_VL) {
+        dw_s2_pairs pp;
         dw_3x3s2_pairs_of(j, &pp);
+        int64_t m = (int64_t)(first % (size_t)p->m);
+        for (size_t plane = first; plane < first + count; plane += 2) {
+            const bool pair = plane + 1 < first + count;
+            const int64_t mb = m + 1 == p->m ? 0 : m + 1;
+            cf_vf w[10], wb[10];
+            dw_3x3_weights(j, m, w, &w[9]);
+            dw_3x3_weights(j, mb, wb, &wb[9]);
+            for (int t = 0; t < 10; t++)
+                w[t] = cf_vblend(pp.hi, w[t], wb[t]);
+            dw_3x3s2_pair_planes(j, plane, pair, w, &pp, act);
+            m = mb + 1 == p->m ? 0 : mb + 1;
+        }
+        return;
+    }
     for (size_t plane = first; plane < first + count; plane++) {
         const float *x = j->x + plane * (size_t)p->in_sp;
         float *y = j->y + plane * (size_t)p->out_sp;
@@ -1071,8 +1102,6 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
         dw_3x3_weights(j, (int64_t)plane % p->m, w, &bias);
         if (j->s.stride[2] == 1)
             dw_3x3s1_plane(j, x, y, z, w, bias, act);
-        else if (pairs)
-            dw_3x3s2_pairs(j, x, y, z, w, bias, &pp, act);
         else
             dw_3x3s2_plane(j, x, y, z, w, bias, act);
     }

@@ -38,6 +38,8 @@
  *   cf_vadd_mask(a, b, bits)  a + b in the lanes whose bit is set, a elsewhere (b's
  *                    other lanes never reach the result, NaN and infinity included)
  *   cf_vblend(bits, a, b)  b in the lanes whose bit is set, a elsewhere
+ *   cf_vstore_mask(p, v, bits)  p[l] = lane l where bit l is set; other lanes' memory
+ *                    is never touched, so p may point outside the array for them
  *   cf_vidx          CF_VL int32 lane indices; cf_vidx_load(p) loads CF_VL of them
  *   cf_vperm2(a, idx, b)  lane l = lane idx[l] mod 2 CF_VL of a followed by b
  *   cf_vperm2_mask(a, idx, b, bits)  the same in the lanes whose bit is set, 0 elsewhere
@@ -148,6 +150,7 @@ typedef __m512i cf_vidx;
 #define cf_vperm2_mask(a, idx, b, bits)                                                    \
     _mm512_maskz_permutex2var_ps((__mmask16)(bits), (a), (idx), (b))
 #define cf_vblend(bits, a, b) _mm512_mask_blend_ps((__mmask16)(bits), (a), (b))
+#define cf_vstore_mask(p, v, bits) _mm512_mask_storeu_ps((p), (__mmask16)(bits), (v))
 static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(v, _mm512_setzero_ps(), _CMP_GE_OQ), b, a);
@@ -258,6 +261,10 @@ static inline cf_vf cf_vblend(unsigned bits, cf_vf a, cf_vf b)
 static inline cf_vf cf_vadd_mask(cf_vf a, cf_vf b, unsigned bits)
 {
     return cf_vblend(bits, a, _mm256_add_ps(a, b));
+}
+static inline void cf_vstore_mask(float *p, cf_vf v, unsigned bits)
+{
+    _mm256_maskstore_ps(p, cf_vbits(bits), v);
 }
 typedef __m256i cf_vidx;
 #define cf_vidx_load(p) _mm256_loadu_si256((const __m256i *)(p))
@@ -385,6 +392,12 @@ static inline cf_vf cf_vblend(unsigned bits, cf_vf a, cf_vf b)
 static inline cf_vf cf_vadd_mask(cf_vf a, cf_vf b, unsigned bits)
 {
     return cf_vblend(bits, a, a + b);
+}
+static inline void cf_vstore_mask(float *p, cf_vf v, unsigned bits)
+{
+    for (int l = 0; l < CF_VL; l++)
+        if (bits >> l & 1u)
+            p[l] = v[l];
 }
 typedef cf_vi cf_vidx;
 static inline cf_vidx cf_vidx_load(const int32_t *p)
