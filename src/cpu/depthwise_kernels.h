@@ -1007,8 +1007,11 @@ static inline void dw_3x3s2_pairs_of(const cf_dw_job *j, dw_s2_pairs *pp)
     pp->lo = dw_lanes_below(wo);
     pp->hi = dw_lanes_below(2 * wo) & ~pp->lo;
     /* Row oy >= 1 reads input rows 2 oy - 1 .. 2 oy + 1, each from one column before it
-     * to CF_VL - 1 after: inside the plane while 2 oy + 1 <= hi - 2. */
-    pp->mid = dw_max(1, dw_min(ho, (hi - 3) / 2 + 1));
+     * to CF_VL - 2 after (past the row's end where CF_VL > wi + 1): inside the plane
+     * while (2 oy + 1) wi + CF_VL - 1 <= hi wi. */
+    const int64_t room = hi * wi - CF_VL + 1;
+    const int64_t last_iy = room >= 0 ? room / wi : -1; /* the last row so read */
+    pp->mid = dw_max(1, dw_min(ho, last_iy >= 1 ? (last_iy - 1) / 2 + 1 : 1));
 }
 
 /* Output row oy of planes (xa, ya, za) and, where `pair`, (xb, yb, zb); `inside` (a
