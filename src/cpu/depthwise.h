@@ -41,8 +41,8 @@
 /* cpu.depthwise_3x3 at stride 1 on small planes runs a task's planes as one flat array
  * (depthwise_kernels.h, dw_3x3s1_runs); the lane masks of its vector k depend only on
  * k modulo the number of vectors after which plane boundaries fall on the same lanes
- * again (49 for 7x7 and 14x14 planes at 16 lanes), so they are computed once per
- * execution into this table, CF_VL lanes as bits. */
+ * again (49 for 7x7 and 14x14 planes at 16 lanes), so they are computed once per plan
+ * (the algorithm's prepare state) into this table, CF_VL lanes as bits. */
 typedef struct cf_dw_s1_phase {
     uint16_t lv, rv;     /* lanes with a left (right) neighbour in their row */
     uint16_t up, down;   /* lanes with a row above (below) in their own plane */

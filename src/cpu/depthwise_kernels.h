@@ -705,7 +705,7 @@ static inline void dw_3x3_weights(const cf_dw_job *j, int64_t m, cf_vf *w, cf_vf
 /* The phase table (cf_dw_s1_phase in depthwise.h) of planes of hw positions in rows of
  * wd: vector k of a run starts at offset (k * CF_VL) mod hw of its plane, so the masks
  * repeat after hw / gcd(hw, CF_VL) vectors.  Each lane's row and column worked out one
- * by one: this runs once per execution.  0 (the per-plane kernel) for planes of more
+ * by one: this runs once per plan.  0 (the per-plane kernel) for planes of more
  * than DW_S1_RUN_VECS vectors or where the table would be too long, and for planes of
  * fewer than CF_VL positions, where a vector could meet two plane boundaries. */
 static int64_t dw_3x3s1_phases(const cf_dw_job *j, cf_dw_s1_phase *out)
@@ -720,7 +720,7 @@ static int64_t dw_3x3s1_phases(const cf_dw_job *j, cf_dw_s1_phase *out)
     if (period > CF_DW_S1_PHASES_MAX)
         return 0;
     /* Lane by lane through the period, (row, col) of each lane's plane stepped along
-     * without divisions (it runs before every execution's tasks). */
+     * without divisions (a plan made at another ISA level builds it per execution). */
     int64_t row = 0, col = 0;
     for (int64_t k = 0; k < period; k++) {
         cf_dw_s1_phase e = {0, 0, 0, 0, 0, 0};

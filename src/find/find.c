@@ -102,12 +102,14 @@ static void fill(float *v, size_t n, uint64_t seed)
 /* A test tensor of n floats starting a page, as large framework tensors (mmap-backed)
  * do.  With malloc's 16-byte alignment the kernels' loads split lines in other places
  * than on a caller's tensors; and where Y started up to 512 bytes after X modulo 4 KiB,
- * loads of X waited on stores to Y that only shared their low address bits (dw c384
+ * loads of X waited on stores to Y that only shared their low address bits (dw c576
  * 14x14, one thread: 157 -> 189-206 cycles a plane for cpu.depthwise_3x3), so Find
- * ranked close candidates by an accident of its own allocations (y - x = 128 there). */
+ * ranked close candidates by an accident of its own allocations (y - x = 128 for dw
+ * c384 14x14 in the MobileNetV2 benchmark).  At least one float, as malloc(0) need not
+ * return a pointer. */
 static float *test_tensor(size_t n)
 {
-    return aligned_alloc(4096, (n * sizeof(float) + 4095) & ~(size_t)4095);
+    return aligned_alloc(4096, ((n ? n : 1) * sizeof(float) + 4095) & ~(size_t)4095);
 }
 
 static convfind_status bench_init(bench *bn, const cf_problem *p, const cf_find_config *cfg)
