@@ -320,11 +320,10 @@ const cf_algo cf_algo_cpu_depthwise = {
 
 /* "cpu.depthwise_3x3": the 3x3 depthwise Conv of MobileNets and EfficientNets at
  * strides 1 and 2, NCHW in and out, without the channel-block kernel's transposes: X is
- * read and Y written in place, every tap under lane masks for the plane's edges
- * (depthwise.h).  Its FMAs and loads cost about what the channel-block kernel's sums
- * alone cost, plus masked loads per tap on the first and last rows of a plane, so it
- * wins on long planes and loses on 7x7 ones; Find measures which is faster per problem.
- * W is read as ONNX stores it: there is nothing to pack. */
+ * read and Y written in place (depthwise.h says how each stride is vectorised).  Its
+ * FMAs and loads cost about what the channel-block kernel's sums alone cost; Find
+ * measures which of the two is faster per problem.  W is read as ONNX stores it: there
+ * is nothing to pack, and the plan keeps no state. */
 static bool dw_3x3_applicable(const cf_problem *p)
 {
     if (!dw_applicable(p) || p->m != p->c || p->layout != CONVFIND_LAYOUT_NCHW || p->nsp != 2)
@@ -348,47 +347,11 @@ static convfind_status dw_3x3_workspace(const cf_problem *p, size_t *bytes)
     return CONVFIND_OK;
 }
 
-/* The plan's state: the stride-1 phase table (depthwise.h), built once per plan rather
- * than per execution (about 1 us, an eighth of a 2-thread 7x7 layer), for the ISA level
- * active when the plan was made. */
-typedef struct dw_3x3_state {
-    int vl;
-    int64_t nphases;
-    cf_dw_s1_phase phases[CF_DW_S1_PHASES_MAX];
-} dw_3x3_state;
-
-static convfind_status dw_3x3_prepare(const cf_problem *p, void **state)
-{
-    dw_3x3_state *st = malloc(sizeof *st);
-    *state = st;
-    if (!st)
-        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate the cpu.depthwise_3x3 "
-                       "plan state (%zu bytes)", sizeof *st);
-    cf_dw_job j = dw_job_of(p, NULL);
-    st->vl = dw_kernels()->vl;
-    st->nphases = dw_kernels()->s1_phases(&j, st->phases);
-    return CONVFIND_OK;
-}
-
-static void dw_3x3_release(void *state)
-{
-    free(state);
-}
-
 static convfind_status dw_3x3_execute(const cf_problem *p, const void *state,
                                       const cf_exec_args *a)
 {
-    const dw_3x3_state *st = state;
+    (void)state;
     cf_dw_job j = dw_job_of(p, a);
-    /* A plan made at another ISA level (tests force levels) gets its table here. */
-    cf_dw_s1_phase phases[CF_DW_S1_PHASES_MAX];
-    if (st && st->vl == dw_kernels()->vl) {
-        j.phases = st->phases;
-        j.nphases = st->nphases;
-    } else {
-        j.phases = phases;
-        j.nphases = dw_kernels()->s1_phases(&j, phases);
-    }
     dw_run run = {.run = dw_kernels()->nchw_3x3, .j = &j};
     dw_run_units(a->pool, &run, (size_t)(p->n * p->m), (size_t)p->out_sp);
     return CONVFIND_OK;
@@ -399,7 +362,5 @@ const cf_algo cf_algo_cpu_depthwise_3x3 = {
     .family = "depthwise",
     .applicable = dw_3x3_applicable,
     .workspace = dw_3x3_workspace,
-    .prepare = dw_3x3_prepare,
-    .release = dw_3x3_release,
     .execute = dw_3x3_execute,
 };

@@ -23,11 +23,15 @@
  *         the input are skipped per output row.
  *   NCHW 3x3 planes (cpu.depthwise_3x3: 2-D, 3x3, multiplier 1, stride 1 with one pixel of
  *         padding on every side, or stride 2 with one at the start of each axis): one task
- *         per plane or run of planes, X read and Y written in place, no transposes.
- *         Stride 1 reads each plane as one flat array, vectors running on across rows and
- *         every tap a fixed offset under lane masks for the plane's edges; stride 2 runs
- *         vectors along output rows, each input row loaded once per output vector and
- *         split into even and odd columns (depthwise_kernels.h).
+ *         per run of planes, X read and Y written in place, no transposes.  Stride 1
+ *         on rows of up to 4 vectors (2 at 8 lanes) moves a window of three input rows
+ *         down the plane in registers, rows of up to a vector holding several planes
+ *         side by side, the side taps lane shifts of the rows; wider planes run as one
+ *         flat array, vectors running on across rows and every tap a fixed offset under
+ *         lane masks for the plane's edges.  Stride 2 runs vectors along output rows,
+ *         each input row loaded once per output vector and split into even and odd
+ *         columns, two planes a vector where output rows are at most 7 wide at 16
+ *         lanes (depthwise_kernels.h).
  */
 #ifndef CONVFIND_CPU_DEPTHWISE_H
 #define CONVFIND_CPU_DEPTHWISE_H
@@ -37,19 +41,6 @@
 
 #include "cpu/geom3.h"
 #include "problem/problem.h"
-
-/* cpu.depthwise_3x3 at stride 1 on small planes runs a task's planes as one flat array
- * (depthwise_kernels.h, dw_3x3s1_runs); the lane masks of its vector k depend only on
- * k modulo the number of vectors after which plane boundaries fall on the same lanes
- * again (49 for 7x7 and 14x14 planes at 16 lanes), so they are computed once per plan
- * (the algorithm's prepare state) into this table, CF_VL lanes as bits. */
-typedef struct cf_dw_s1_phase {
-    uint16_t lv, rv;     /* lanes with a left (right) neighbour in their row */
-    uint16_t up, down;   /* lanes with a row above (below) in their own plane */
-    uint16_t next;       /* lanes in the next plane: the vector straddles two */
-    uint16_t ends;       /* 1: the vector reaches the end of the plane it starts in */
-} cf_dw_s1_phase;
-#define CF_DW_S1_PHASES_MAX 64
 
 typedef struct cf_dw_job {
     const cf_problem *p;
@@ -67,11 +58,6 @@ typedef struct cf_dw_job {
      * `step` rows at a time from a ring of `ring` transposed input rows, each `width`
      * pixels of CF_VL channels (pad[2] zero pixels, then the input row, then zeros). */
     int64_t cblocks, band, bands, step, ring, width;
-    /* cpu.depthwise_3x3, stride 1: the phase table, or nphases 0 where each plane runs
-     * on its own (planes too large for the table, or too small for one boundary per
-     * vector) */
-    const cf_dw_s1_phase *phases;
-    int64_t nphases;
 } cf_dw_job;
 
 /* Per-call stack buffers of the NCHW channel-block kernel, in floats: the ring of
@@ -93,9 +79,6 @@ typedef struct cf_dw_kernels {
     /* cpu.depthwise_3x3: `count` (image, channel) planes from `first` (n * M + m); W as
      * ONNX stores it (job->w) */
     void (*nchw_3x3)(const cf_dw_job *job, size_t first, size_t count);
-    /* Fills `out` (CF_DW_S1_PHASES_MAX entries) with cpu.depthwise_3x3's stride-1 phase
-     * table for job's problem and returns its length, or 0 where planes run one by one */
-    int64_t (*s1_phases)(const cf_dw_job *job, cf_dw_s1_phase *out);
     int vl; /* CF_VL of these kernels: the channel block, and the packed weights' block */
 } cf_dw_kernels;
 

@@ -637,7 +637,8 @@ DW_INLINE dw_s1_win dw_s1_vector(const float *q, int64_t p0, int64_t wd, int64_t
     return next;
 }
 
-/* Stride 1 (pads 1, so Y's plane is X's): the plane as one flat array, read in place.
+/* Stride 1 (pads 1, so Y's plane is X's) on planes too wide for the window kernel
+ * (dw_3x3s1_window): the plane as one flat array, read in place.
  * Output vector k holds positions k * CF_VL .. + CF_VL - 1, running on across rows, and
  * tap (dy, dx) of every lane is the input at the same position plus dy * W + dx, under
  * lane masks for columns 0 and W - 1 (dw_s1_cols).  Vectors whose loads all lie inside
@@ -694,173 +695,193 @@ static inline void dw_3x3_weights(const cf_dw_job *j, int64_t m, cf_vf *w, cf_vf
     *bias = cf_vbcast(j->b ? j->b[m] : 0.0f);
 }
 
-/* ---- stride 1 on small planes: a task's planes as one flat array ---- */
-
-/* Planes of more vectors than this run one by one.  A vector of a run costs about 14-17
- * cycles wherever it lies; the per-plane kernel about 50 per plane plus 11 per vector
- * (Zen 5, one thread): 7x7 planes 92 -> 51 cycles as a run, 14x14 194 -> 169, but
- * 28x28 560 -> 694. */
-#define DW_S1_RUN_VECS 16
-
-/* The phase table (cf_dw_s1_phase in depthwise.h) of planes of hw positions in rows of
- * wd: vector k of a run starts at offset (k * CF_VL) mod hw of its plane, so the masks
- * repeat after hw / gcd(hw, CF_VL) vectors.  Each lane's row and column worked out one
- * by one: this runs once per plan.  0 (the per-plane kernel) for planes of more
- * than DW_S1_RUN_VECS vectors or where the table would be too long, and for planes of
- * fewer than CF_VL positions, where a vector could meet two plane boundaries. */
-static int64_t dw_3x3s1_phases(const cf_dw_job *j, cf_dw_s1_phase *out)
+/* The weights and biases (w[9]) of a group of np planes of consecutive channels from m
+ * on, sharing a vector: plane i's in lanes[i] (lanes[0] is not read: plane 0's fill the
+ * rest).  Returns the channel after the group's. */
+DW_INLINE int64_t dw_3x3_group_weights(const cf_dw_job *j, int64_t m, int np,
+                                       const unsigned *lanes, cf_vf *w)
 {
-    const int64_t wd = j->s.in[2], hw = j->p->in_sp, h = hw / wd;
-    if (j->s.stride[2] != 1 || hw < CF_VL || hw > DW_S1_RUN_VECS * CF_VL)
-        return 0;
-    int64_t g = CF_VL;
-    while (hw % g)
-        g /= 2; /* gcd(hw, CF_VL), CF_VL a power of 2 */
-    const int64_t period = hw / g;
-    if (period > CF_DW_S1_PHASES_MAX)
-        return 0;
-    /* Lane by lane through the period, (row, col) of each lane's plane stepped along
-     * without divisions (a plan made at another ISA level builds it per execution). */
-    int64_t row = 0, col = 0;
-    for (int64_t k = 0; k < period; k++) {
-        cf_dw_s1_phase e = {0, 0, 0, 0, 0, 0};
-        for (int64_t l = 0; l < CF_VL; l++) {
-            const uint16_t bit = (uint16_t)(1u << l);
-            e.lv |= col != 0 ? bit : 0;
-            e.rv |= col != wd - 1 ? bit : 0;
-            e.up |= row != 0 ? bit : 0;
-            e.down |= row != h - 1 ? bit : 0;
-            e.next |= e.ends ? bit : 0; /* lanes after the plane's last */
-            if (++col == wd) {
-                col = 0;
-                if (++row == h) {
-                    row = 0;
-                    e.ends = 1;
-                }
-            }
-        }
-        out[k] = e;
+    dw_3x3_weights(j, m, w, &w[9]);
+    for (int i = 1; i < np; i++) {
+        m = m + 1 == j->p->m ? 0 : m + 1;
+        cf_vf wi[10];
+        dw_3x3_weights(j, m, wi, &wi[9]);
+        for (int t = 0; t < 10; t++)
+            w[t] = cf_vblend(lanes[i], w[t], wi[t]);
     }
-    return period;
+    return m + 1 == j->p->m ? 0 : m + 1;
 }
 
-/* The sums of one output vector of a run, at run position p0 (q = run + p0), with the
- * masks of its phase; *vn and *un receive the next vectors of the window's rows.  As
- * dw_s1_vector, but the rows above and below are not masked per tap: their sums, one
- * accumulator each, reach only the lanes whose own plane has that row (e->up, e->down);
- * the lanes in a plane's first or last row read the neighbouring plane's row, and
- * those products are dropped.  `edge`: every load masked to the run [0, n). */
-DW_INLINE cf_vf dw_s1_phase_vector(const float *q, int64_t p0, int64_t wd, int64_t n,
-                                   bool edge, const dw_s1_win *s, const cf_dw_s1_phase *e,
-                                   const cf_vf *w, cf_vf *vn, cf_vf *un)
-{
-#define DW_S1_LOAD(off) (edge ? cf_vload_mask(q + (off), dw_flat_inside(p0, (off), n)) \
-                              : cf_vload(q + (off)))
-    const unsigned lv = e->lv, rv = e->rv;
-    *vn = DW_S1_LOAD(CF_VL);
-    *un = DW_S1_LOAD(CF_VL - wd);
-    cf_vf a0 = cf_vfma(w[4], s->v, w[9]);
-    cf_vf a1 = cf_vmul(w[1], s->u);
-    cf_vf a2 = cf_vmul(w[7], DW_S1_LOAD(wd));
-    a0 = cf_vfma_mask(w[3], cf_vshift(s->vp, s->v, CF_VL - 1), a0, lv);
-    a1 = cf_vfma_mask(w[0], cf_vshift(s->up, s->u, CF_VL - 1), a1, lv);
-    a2 = cf_vfma_mask(w[6], DW_S1_LOAD(wd - 1), a2, lv);
-    a0 = cf_vfma_mask(w[5], cf_vshift(s->v, *vn, 1), a0, rv);
-    a1 = cf_vfma_mask(w[2], cf_vshift(s->u, *un, 1), a1, rv);
-    a2 = cf_vfma_mask(w[8], DW_S1_LOAD(wd + 1), a2, rv);
-#undef DW_S1_LOAD
-    return cf_vadd_mask(cf_vadd_mask(a0, a1, e->up), a2, e->down);
-}
+/* ---- stride 1 on planes of at most DW_WIN_VECS vectors a row: a window of rows ---- */
 
-/* What every vector of a run reads, copied out of the job once: as far as the compiler
- * knows, the stores to Y could change the job, and it reloaded each field per vector. */
-typedef struct dw_s1_consts {
-    const cf_dw_s1_phase *phases, *phases_end;
-    int64_t wd, n, channels;
-    float alpha, beta;
-} dw_s1_consts;
+/* The widest rows, in vectors, that the window kernel takes: its three rows of vectors
+ * and the ten weights must stay in registers.  AVX-512's 32 hold rows of 4 vectors
+ * (56x56 planes: 1300 cycles a plane against 1780 for the flat kernel; at 7 vectors,
+ * 112x112, 7850 against 6550), 16 registers rows of 2 (AVX2: 14x14 planes 243 against
+ * 479; 28x28, 4 vectors, 1084 against 1037).  Zen 5, one thread. */
+#if CF_VL == 16
+#define DW_WIN_VECS 4
+#else
+#define DW_WIN_VECS 2
+#endif
 
-/* Output vector k of the run (p0 = k * CF_VL).  A vector straddling two planes is
- * computed with each plane's weights and its lanes taken from the one they belong to:
- * blending the weights instead needs both sets at once, which the registers do not
- * hold beside the window (the window went through memory on every vector). */
-DW_INLINE void dw_s1_run_vector(const cf_dw_job *j, const dw_s1_consts *c, const float *x,
-                                float *y, const float *z, int64_t p0, bool edge, dw_s1_win *s,
-                                cf_vf *w, int64_t *m, const cf_dw_s1_phase **ph,
-                                convfind_activation act)
+/* Stride 1 on planes whose rows are at most DW_WIN_VECS vectors: each output row is
+ * computed from three input rows (above, at and below it) held in registers as a
+ * window that moves down the plane, so each input row is loaded once, with one load per
+ * vector.  A row's vectors are zero past its end, so a lane shift across the row's
+ * vectors gives every lane its left or right neighbour with a zero (the padding) at
+ * both ends of the row, and no tap needs a mask.  Rows of at most a vector (7x7 and
+ * 14x14 planes at 16 lanes) hold `planes` planes side by side, plane i's row in lanes
+ * [i (W + 1), i (W + 1) + W) and a zero lane after each row, so that the shifts never
+ * reach into another plane.  The flat kernel below computes every lane of its vectors
+ * but pays for it in lane masks per tap and in loads of neighbours that cross cache
+ * lines (Zen 5, one thread, cycles a plane, flat -> window): 7x7 46 -> 33 (two planes a
+ * vector), 14x14 160 -> 87, 28x28 520 -> 326. */
+typedef struct dw_s1_window {
+    int vecs;                 /* vectors per row: ceil(W / CF_VL) */
+    int planes;               /* planes per vector: (CF_VL + 1) / (W + 1), or 1 */
+    unsigned lanes[CF_VL];    /* the lanes of plane i's row in the row's last vector */
+    ptrdiff_t shift[CF_VL];   /* plane i's offset, in floats, from plane 0's position
+                               * of the same lane: i HW - i (W + 1) */
+} dw_s1_window;
+
+static inline void dw_3x3s1_window_of(const cf_dw_job *j, dw_s1_window *pw)
 {
-    const cf_dw_s1_phase *e = *ph;
-    *ph = e + 1 == c->phases_end ? c->phases : e + 1;
-    cf_vf vn, un;
-    cf_vf acc = dw_s1_phase_vector(x + p0, p0, c->wd, c->n, edge, s, e, w, &vn, &un);
-    if (e->ends) {
-        *m = *m + 1 == c->channels ? 0 : *m + 1;
-        dw_3x3_weights(j, *m, w, &w[9]);
-        if (e->next)
-            acc = cf_vblend(e->next, acc,
-                            dw_s1_phase_vector(x + p0, p0, c->wd, c->n, edge, s, e, w, &vn, &un));
+    const int64_t wd = j->s.in[2], hw = j->p->in_sp;
+    pw->vecs = (int)((wd + CF_VL - 1) / CF_VL);
+    pw->planes = pw->vecs == 1 ? (int)((CF_VL + 1) / (wd + 1)) : 1;
+    const int64_t last = wd - (pw->vecs - 1) * CF_VL; /* lanes of the last vector */
+    for (int i = 0; i < pw->planes; i++) {
+        pw->lanes[i] = dw_lanes_below(last) << (i * (wd + 1));
+        pw->shift[i] = (ptrdiff_t)(i * hw - i * (wd + 1));
     }
-    s->vp = s->v;
-    s->v = vn;
-    s->up = s->u;
-    s->u = un;
-    dw_3x3_out(acc, z ? z + p0 : NULL, y + p0, dw_min(c->n - p0, CF_VL), act, c->alpha, c->beta);
 }
 
-/* Stride 1 (pads 1, so Y's planes are X's) on planes with a phase table: `count`
- * consecutive planes from `plane` as one flat array of n = count * HW positions, read
- * in place, output vector k holding positions k * CF_VL .. + CF_VL - 1 across rows and
- * planes.  Tap (dy, dx) of every lane is the input at the same position plus dy * W +
- * dx, the masks of the vector's phase keeping each lane to its own row and plane.  A
- * plane's first and last rows thus cost what its middle ones do, and no vector is
- * partly idle at a plane's end: on a 7x7 plane all four vectors of the per-plane kernel
- * are masked ones, the last with one lane of 16 in use.  The first and last few vectors
- * of the run mask their loads to it; those between load without masks. */
-DW_INLINE void dw_3x3s1_runs(const cf_dw_job *j, size_t plane, size_t count,
-                             convfind_activation act)
+/* Vector k of the row at position `at` of the group's first plane; `lanes` as
+ * dw_s1_window's, zero for planes the group lacks.  `vecs` and `np` are constants. */
+DW_INLINE cf_vf dw_win_load(const float *x, int64_t at, int k, int vecs, int np,
+                            const dw_s1_window *pw, const unsigned *lanes)
+{
+    if (k + 1 < vecs)
+        return cf_vload(x + at + k * CF_VL);
+    cf_vf v = cf_vload_mask(x + at + k * CF_VL, lanes[0]);
+    for (int i = 1; i < np; i++)
+        v = cf_vblend(lanes[i], v, cf_vload_mask(x + pw->shift[i] + at, lanes[i]));
+    return v;
+}
+
+DW_INLINE void dw_win_store(float *y, int64_t at, int k, int vecs, int np,
+                            const dw_s1_window *pw, const unsigned *lanes, cf_vf v)
+{
+    if (k + 1 < vecs) {
+        cf_vstore(y + at + k * CF_VL, v);
+        return;
+    }
+    cf_vstore_mask(y + at + k * CF_VL, v, lanes[0]);
+    for (int i = 1; i < np; i++)
+        cf_vstore_mask(y + pw->shift[i] + at, v, lanes[i]);
+}
+
+/* Kernel row t's three taps on vector k of input row `row` (vecs vectors), added to acc. */
+DW_INLINE cf_vf dw_win_taps(const cf_vf *row, int k, int vecs, const cf_vf *w, int t,
+                            cf_vf acc)
+{
+    const cf_vf prev = k > 0 ? row[k - 1] : cf_vzero();
+    const cf_vf next = k + 1 < vecs ? row[k + 1] : cf_vzero();
+    acc = cf_vfma(w[t + 1], row[k], acc);
+    acc = cf_vfma(w[t], cf_vshift(prev, row[k], CF_VL - 1), acc);
+    return cf_vfma(w[t + 2], cf_vshift(row[k], next, 1), acc);
+}
+
+/* `count` planes from `first`, `np` planes a vector (the last group may have fewer),
+ * rows of `vecs` vectors. */
+DW_INLINE void dw_3x3s1_window(const cf_dw_job *j, size_t first, size_t count, int vecs,
+                               int np, const dw_s1_window *pw, convfind_activation act)
 {
     const cf_problem *p = j->p;
-    const int64_t wd = j->s.in[2], hw = p->in_sp, n = (int64_t)count * hw;
-    const int64_t nvec = (n + CF_VL - 1) / CF_VL;
-    const float *x = j->x + plane * (size_t)hw;
-    float *y = j->y + plane * (size_t)hw;
-    const float *z = j->z ? j->z + plane * (size_t)hw : NULL;
-    /* Vectors [k_a, k_b) load inside the run without masks: from the first whose row
-     * above starts a whole vector into the run to the last whose row below (one past its
-     * last lane) and next vector end inside it. */
-    const int64_t k_a = dw_min((wd + 2 * CF_VL - 1) / CF_VL, nvec);
-    const int64_t rest = n - CF_VL - (wd + 1 > CF_VL ? wd + 1 : CF_VL);
-    const int64_t k_b = dw_max(k_a, rest >= 0 ? rest / CF_VL + 1 : 0);
-    /* The window, the weights and bias of the plane the next vector starts in (w[9]
-     * the bias), its channel, and the next vector's phase. */
-    const dw_s1_consts c = {j->phases, j->phases + j->nphases, wd, n, p->m, p->alpha, p->beta};
-    dw_s1_win s = {cf_vzero(), cf_vload_mask(x, dw_flat_inside(0, 0, n)), cf_vzero(),
-                   cf_vload_mask(x - wd, dw_flat_inside(0, -wd, n)), cf_vzero()};
-    cf_vf w[10];
-    int64_t m = (int64_t)(plane % (size_t)p->m), k = 0;
-    const cf_dw_s1_phase *ph = c.phases;
-    dw_3x3_weights(j, m, w, &w[9]);
-    for (; k < k_a; k++)
-        dw_s1_run_vector(j, &c, x, y, z, k * CF_VL, true, &s, w, &m, &ph, act);
-    for (; k < k_b; k++)
-        dw_s1_run_vector(j, &c, x, y, z, k * CF_VL, false, &s, w, &m, &ph, act);
-    for (; k < nvec; k++)
-        dw_s1_run_vector(j, &c, x, y, z, k * CF_VL, true, &s, w, &m, &ph, act);
+    const int64_t wd = j->s.in[2], h = j->s.in[1], hw = p->in_sp;
+    int64_t m = (int64_t)(first % (size_t)p->m);
+    for (size_t g = 0; g < count; g += (size_t)np) {
+        const size_t plane = first + g;
+        const float *x = j->x + plane * (size_t)hw;
+        float *y = j->y + plane * (size_t)hw;
+        const float *z = j->z ? j->z + plane * (size_t)hw : NULL;
+        /* The group's lanes and weights (w[9] the bias), each plane's in its lanes. */
+        unsigned lanes[CF_VL] = {pw->lanes[0]};
+        for (int i = 1; i < np; i++)
+            lanes[i] = g + (size_t)i < count ? pw->lanes[i] : 0u;
+        cf_vf w[10];
+        m = dw_3x3_group_weights(j, m, np, lanes, w);
+        cf_vf up[DW_WIN_VECS], at[DW_WIN_VECS], down[DW_WIN_VECS];
+        for (int k = 0; k < vecs; k++) {
+            up[k] = cf_vzero();
+            at[k] = dw_win_load(x, 0, k, vecs, np, pw, lanes);
+        }
+        for (int64_t r = 0; r < h; r++) {
+            for (int k = 0; k < vecs; k++)
+                down[k] = r + 1 < h ? dw_win_load(x, (r + 1) * wd, k, vecs, np, pw, lanes)
+                                    : cf_vzero();
+            for (int k = 0; k < vecs; k++) {
+                cf_vf acc = cf_vadd(dw_win_taps(at, k, vecs, w, 3, w[9]),
+                                    cf_vadd(dw_win_taps(up, k, vecs, w, 0, cf_vzero()),
+                                            dw_win_taps(down, k, vecs, w, 6, cf_vzero())));
+                if (z)
+                    acc = cf_vadd(acc, dw_win_load(z, r * wd, k, vecs, np, pw, lanes));
+                acc = cf_vactivate(acc, act, p->alpha, p->beta);
+                dw_win_store(y, r * wd, k, vecs, np, pw, lanes, acc);
+            }
+            for (int k = 0; k < vecs; k++) {
+                up[k] = at[k];
+                at[k] = down[k];
+            }
+        }
+    }
 }
 
-/* dw_3x3s1_runs with the activation a constant in each instance, in a function of its
- * own: inlined beside the per-plane kernels, it changed how those were compiled, and the
- * stride-2 layers took 12% longer (s2 c96 112², 2 threads: 0.039 -> 0.043 ms). */
-static __attribute__((noinline)) void dw_3x3s1_runs_any(const cf_dw_job *j, size_t plane,
-                                                        size_t count, convfind_activation act)
+/* dw_3x3s1_window with the row's vectors and (for one and two) the planes per vector
+ * constants in each instance. */
+DW_INLINE void dw_3x3s1_window_shapes(const cf_dw_job *j, size_t first, size_t count,
+                                      const dw_s1_window *pw, convfind_activation act)
 {
-#define DW_S1_RUNS(a) dw_3x3s1_runs(j, plane, count, a)
-    switch (act) {
-        CF_VACT_CASES(DW_S1_RUNS, return)
+    switch (pw->vecs) {
+#if DW_WIN_VECS >= 4
+    case 4:
+        dw_3x3s1_window(j, first, count, 4, 1, pw, act);
+        return;
+    case 3:
+        dw_3x3s1_window(j, first, count, 3, 1, pw, act);
+        return;
+#endif
+    case 2:
+        dw_3x3s1_window(j, first, count, 2, 1, pw, act);
+        return;
     default:
-        DW_S1_RUNS(CONVFIND_ACT_NONE);
+        if (pw->planes == 1)
+            dw_3x3s1_window(j, first, count, 1, 1, pw, act);
+        else if (pw->planes == 2)
+            dw_3x3s1_window(j, first, count, 1, 2, pw, act);
+        else
+            dw_3x3s1_window(j, first, count, 1, pw->planes, pw, act);
     }
-#undef DW_S1_RUNS
+}
+
+/* The window kernel with the activation a constant in each instance, in a function of
+ * its own: inlined into the task beside the other kernels, a stride-1 kernel changed how
+ * those were compiled (the stride-2 layers took 12% longer, s2 c96 112², 2 threads: 0.039
+ * -> 0.043 ms). */
+static __attribute__((noinline)) void dw_3x3s1_window_any(const cf_dw_job *j, size_t first,
+                                                          size_t count,
+                                                          convfind_activation act)
+{
+    dw_s1_window pw;
+    dw_3x3s1_window_of(j, &pw);
+#define DW_S1_WIN(a) dw_3x3s1_window_shapes(j, first, count, &pw, a)
+    switch (act) {
+        CF_VACT_CASES(DW_S1_WIN, return)
+    default:
+        DW_S1_WIN(CONVFIND_ACT_NONE);
+    }
+#undef DW_S1_WIN
 }
 
 /* Kernel row w's three taps for the output vector whose input columns 2 ox .. 2 ox +
@@ -1076,24 +1097,20 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
                                  convfind_activation act)
 {
     const cf_problem *p = j->p;
-    if (j->nphases) {
-        dw_3x3s1_runs_any(j, first, count, act);
+    if (j->s.stride[2] == 1 && j->s.in[2] <= DW_WIN_VECS * CF_VL) {
+        dw_3x3s1_window_any(j, first, count, act);
         return;
     }
     if (j->s.stride[2] == 2 && 2 * j->s.out[2] + 1 <= CF_VL) {
         dw_s2_pairs pp;
         dw_3x3s2_pairs_of(j, &pp);
         int64_t m = (int64_t)(first % (size_t)p->m);
+        const unsigned lanes[2] = {pp.lo, pp.hi};
         for (size_t plane = first; plane < first + count; plane += 2) {
             const bool pair = plane + 1 < first + count;
-            const int64_t mb = m + 1 == p->m ? 0 : m + 1;
-            cf_vf w[10], wb[10];
-            dw_3x3_weights(j, m, w, &w[9]);
-            dw_3x3_weights(j, mb, wb, &wb[9]);
-            for (int t = 0; t < 10; t++)
-                w[t] = cf_vblend(pp.hi, w[t], wb[t]);
+            cf_vf w[10];
+            m = dw_3x3_group_weights(j, m, 2, lanes, w);
             dw_3x3s2_pair_planes(j, plane, pair, w, &pp, act);
-            m = mb + 1 == p->m ? 0 : mb + 1;
         }
         return;
     }
@@ -1133,6 +1150,5 @@ const cf_dw_kernels CF_SIMD_SYM(cf_dw) = {
     .nchw_plane = dw_nchw_plane,
     .nchw_blocked = dw_nchw_blocked,
     .nchw_3x3 = dw_3x3_planes,
-    .s1_phases = dw_3x3s1_phases,
     .vl = CF_VL,
 };

@@ -277,11 +277,14 @@ static void gen_depthwise_3x3(rng *r, tconv *t)
         t->pb[a] = 1;
         t->pe[a] = stride == 1 ? 1 : rnd_in(r, 0, 1);
         /* Sides of up to 16 as often as longer ones: the kernel changes strategy there
-         * (two stride-2 output rows per vector up to 7 outputs, stride-1 phase tables up
-         * to 16 vectors a plane), and narrow planes need tall ones to reach the rows
-         * between their first and last. */
+         * (stride 1: rows of several planes per vector up to a vector's width, 8 or 16,
+         * phase tables up to 16 vectors a plane; stride 2: two output rows per vector up
+         * to 7 outputs), and narrow planes need tall ones to reach the rows between
+         * their first and last.  Stride 1 takes sides of 1 too (8 planes a vector). */
         int64_t pick = rnd(r) % 3;
-        t->in[a] = pick == 0 ? rnd_in(r, 2, 8) : pick == 1 ? rnd_in(r, 9, 16) : rnd_in(r, 2, 70);
+        t->in[a] = pick == 0   ? rnd_in(r, stride == 1 ? 1 : 2, 8)
+                   : pick == 1 ? rnd_in(r, 9, 16)
+                               : rnd_in(r, 2, 70);
         area *= t->in[a];
     }
     t->c = t->g = t->m = rnd_in(r, 1, area > 1000 ? 6 : 40);
@@ -609,25 +612,6 @@ static void test_depthwise_3x3_random(void **state)
     check_family(&depthwise_3x3);
 }
 
-/* Stride-1 planes small enough for the phase table (7x7, as MobileNet's last layers),
- * several per task. */
-static void gen_depthwise_3x3_small(rng *r, tconv *t)
-{
-    do
-        gen_depthwise_3x3(r, t);
-    while (t->s[0] != 1);
-    t->in[0] = t->in[1] = 7;
-    t->c = t->g = t->m = 24;
-}
-
-/* The plan's state (the phase table) is made at the machine's level; executions at the
- * portable level build their own. */
-static void test_depthwise_3x3_state_across_levels(void **state)
-{
-    (void)state;
-    check_packed_across_levels(depthwise_3x3.algo, gen_depthwise_3x3_small);
-}
-
 /* 2-D 3x3 depthwise NCHW with multiplier 1, strides 1 (pads 1) and 2 (start pads 1, end
  * pads at most 1) only. */
 static void test_depthwise_3x3_applicability(void **state)
@@ -917,7 +901,6 @@ int main(void)
         cmocka_unit_test(test_depthwise_small_workspace),
         cmocka_unit_test(test_depthwise_applicability),
         cmocka_unit_test(test_depthwise_3x3_random),
-        cmocka_unit_test(test_depthwise_3x3_state_across_levels),
         cmocka_unit_test(test_depthwise_3x3_applicability),
         cmocka_unit_test(test_winograd_f2_random),
         cmocka_unit_test(test_winograd_f4_random),
