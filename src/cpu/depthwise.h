@@ -29,9 +29,10 @@
  *         side by side, the side taps lane shifts of the rows; wider planes run as one
  *         flat array, vectors running on across rows and every tap a fixed offset under
  *         lane masks for the plane's edges.  Stride 2 runs vectors along output rows,
- *         each input row loaded once per output vector and split into even and odd
- *         columns, two planes a vector where output rows are at most 7 wide at 16
- *         lanes (depthwise_kernels.h).
+ *         input rows split into even and odd columns: two planes a vector where output
+ *         rows are at most 7 wide at 16 lanes; else, on output rows of up to 4 vectors
+ *         (2 at 8 lanes), each input row loaded and split once, the row shared by two
+ *         output rows kept in registers; wider ones load it for each (depthwise_kernels.h).
  */
 #ifndef CONVFIND_CPU_DEPTHWISE_H
 #define CONVFIND_CPU_DEPTHWISE_H

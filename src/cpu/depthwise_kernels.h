@@ -994,6 +994,127 @@ DW_INLINE void dw_3x3s2_plane(const cf_dw_job *j, const float *x, float *y, cons
         dw_3x3s2_edge_row(j, x, oy, &c, y, z, w, bias, act);
 }
 
+/* Stride 2 on output rows of at most DW_WIN_VECS vectors, as the stride-1 window: each
+ * input row is loaded and split into its even and odd columns once, and the split of
+ * row 2 oy + 1, the last of output row oy's three, is kept in registers as the first of
+ * row oy + 1's (the row-by-row kernel above loads and splits it for both).  Column -1,
+ * the start padding, is the zero the odd lanes are shifted from; columns and rows past
+ * the input (the end padding) are the zeros of masked loads. */
+typedef struct dw_s2_window {
+    unsigned ma[DW_WIN_VECS], mb[DW_WIN_VECS]; /* input lanes of vectors 2k, 2k + 1 */
+    unsigned last;                             /* output lanes of the last vector */
+} dw_s2_window;
+
+static inline void dw_3x3s2_window_of(const cf_dw_job *j, int vecs, dw_s2_window *sw)
+{
+    const int64_t wi = j->s.in[2], wo = j->s.out[2];
+    for (int k = 0; k < vecs; k++) {
+        sw->ma[k] = dw_lanes_below(wi - 2 * k * CF_VL);
+        sw->mb[k] = dw_lanes_below(wi - (2 * k + 1) * CF_VL);
+    }
+    sw->last = dw_lanes_below(wo - (vecs - 1) * CF_VL);
+}
+
+/* Input columns 2 k CF_VL .. + 2 CF_VL - 1 of `row` (NULL: a row of padding) as even
+ * and odd columns. */
+DW_INLINE void dw_s2_split(const float *row, int k, const dw_s2_window *sw, cf_vf *even,
+                           cf_vf *odd)
+{
+    const cf_vf a = row ? cf_vload_mask(row + 2 * k * CF_VL, sw->ma[k]) : cf_vzero();
+    const cf_vf b = row ? cf_vload_mask(row + (2 * k + 1) * CF_VL, sw->mb[k]) : cf_vzero();
+    *even = cf_veven(a, b);
+    *odd = cf_vodd(a, b);
+}
+
+/* Kernel row t's taps on output vector k of a split row: columns 2 ox - 1 (the odd
+ * columns shifted by a lane, the previous vector's last shifted in), 2 ox, 2 ox + 1. */
+DW_INLINE cf_vf dw_s2_win_taps(cf_vf even, cf_vf odd, cf_vf odd_prev, const cf_vf *w, int t,
+                               cf_vf acc)
+{
+    acc = cf_vfma(w[t + 1], even, acc);
+    acc = cf_vfma(w[t + 2], odd, acc);
+    return cf_vfma(w[t], cf_vshift(odd_prev, odd, CF_VL - 1), acc);
+}
+
+/* One plane, output rows of `vecs` vectors (a constant). */
+DW_INLINE void dw_3x3s2_window(const cf_dw_job *j, const float *x, float *y, const float *z,
+                               const cf_vf *w, cf_vf bias, int vecs, const dw_s2_window *sw,
+                               convfind_activation act)
+{
+    const int64_t hi = j->s.in[1], wi = j->s.in[2], ho = j->s.out[1], wo = j->s.out[2];
+    /* The split of input row 2 oy - 1: zeros (the padding) for oy = 0. */
+    cf_vf e0[DW_WIN_VECS], o0[DW_WIN_VECS];
+    for (int k = 0; k < vecs; k++)
+        e0[k] = o0[k] = cf_vzero();
+    for (int64_t oy = 0; oy < ho; oy++) {
+        const float *r1 = x + 2 * oy * wi; /* inside: 2 oy <= hi - 1 for every output row */
+        const float *r2 = 2 * oy + 1 < hi ? r1 + wi : NULL;
+        cf_vf p0 = cf_vzero(), p1 = cf_vzero(), p2 = cf_vzero(); /* odd lanes of vector k-1 */
+        for (int k = 0; k < vecs; k++) {
+            cf_vf e1, o1, e2, o2;
+            dw_s2_split(r1, k, sw, &e1, &o1);
+            dw_s2_split(r2, k, sw, &e2, &o2);
+            cf_vf acc = cf_vadd(dw_s2_win_taps(e1, o1, p1, w, 3, bias),
+                                cf_vadd(dw_s2_win_taps(e0[k], o0[k], p0, w, 0, cf_vzero()),
+                                        dw_s2_win_taps(e2, o2, p2, w, 6, cf_vzero())));
+            p0 = o0[k];
+            p1 = o1;
+            p2 = o2;
+            e0[k] = e2;
+            o0[k] = o2;
+            const int64_t at = oy * wo + k * CF_VL;
+            const unsigned lanes = k + 1 < vecs ? dw_lanes_below(CF_VL) : sw->last;
+            if (z)
+                acc = cf_vadd(acc, cf_vload_mask(z + at, lanes));
+            cf_vstore_mask(y + at, cf_vactivate(acc, act, j->p->alpha, j->p->beta), lanes);
+        }
+    }
+}
+
+/* `count` planes from `first` with dw_3x3s2_window, `vecs` (a constant) vectors a row. */
+DW_INLINE void dw_3x3s2_window_planes(const cf_dw_job *j, size_t first, size_t count,
+                                      int vecs, convfind_activation act)
+{
+    const cf_problem *p = j->p;
+    dw_s2_window sw;
+    dw_3x3s2_window_of(j, vecs, &sw);
+    int64_t m = (int64_t)(first % (size_t)p->m);
+    for (size_t plane = first; plane < first + count; plane++) {
+        cf_vf w[10];
+        dw_3x3_weights(j, m, w, &w[9]);
+        m = m + 1 == p->m ? 0 : m + 1;
+        dw_3x3s2_window(j, j->x + plane * (size_t)p->in_sp, j->y + plane * (size_t)p->out_sp,
+                        j->z ? j->z + plane * (size_t)p->out_sp : NULL, w, w[9], vecs, &sw,
+                        act);
+    }
+}
+
+/* The stride-2 window with the activation and the row's vectors constants in each
+ * instance, in a function of its own as dw_3x3s1_window_any. */
+static __attribute__((noinline)) void dw_3x3s2_window_any(const cf_dw_job *j, size_t first,
+                                                          size_t count,
+                                                          convfind_activation act)
+{
+    const int vecs = (int)((j->s.out[2] + CF_VL - 1) / CF_VL);
+#if DW_WIN_VECS >= 4
+#define DW_S2_WIN(a)                                                                       \
+    (vecs == 4   ? dw_3x3s2_window_planes(j, first, count, 4, a)                           \
+     : vecs == 3 ? dw_3x3s2_window_planes(j, first, count, 3, a)                           \
+     : vecs == 2 ? dw_3x3s2_window_planes(j, first, count, 2, a)                           \
+                 : dw_3x3s2_window_planes(j, first, count, 1, a))
+#else
+#define DW_S2_WIN(a)                                                                       \
+    (vecs == 2 ? dw_3x3s2_window_planes(j, first, count, 2, a)                             \
+               : dw_3x3s2_window_planes(j, first, count, 1, a))
+#endif
+    switch (act) {
+        CF_VACT_CASES(DW_S2_WIN, return)
+    default:
+        DW_S2_WIN(CONVFIND_ACT_NONE);
+    }
+#undef DW_S2_WIN
+}
+
 /* Stride 2 where two output rows fit one vector (2 wo + 1 <= CF_VL: 7x7 outputs at 16
  * lanes, where a vector per row leaves 9 of 16 lanes idle): two planes at a time, lanes
  * [0, wo) holding row oy of the first and [wo, 2 wo) row oy of the second, each lane
@@ -1112,6 +1233,10 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
             m = dw_3x3_group_weights(j, m, 2, lanes, w);
             dw_3x3s2_pair_planes(j, plane, pair, w, &pp, act);
         }
+        return;
+    }
+    if (j->s.stride[2] == 2 && j->s.out[2] <= DW_WIN_VECS * CF_VL) {
+        dw_3x3s2_window_any(j, first, count, act);
         return;
     }
     for (size_t plane = first; plane < first + count; plane++) {
