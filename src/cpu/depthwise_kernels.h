@@ -1156,26 +1156,37 @@ static inline void dw_3x3s2_pairs_of(const cf_dw_job *j, dw_s2_pairs *pp)
     pp->mid = dw_max(1, dw_min(ho, last_iy >= 1 ? (last_iy - 1) / 2 + 1 : 1));
 }
 
-/* Output row oy of planes (xa, ya, za) and, where `pair`, (xb, yb, zb); `inside` (a
- * constant in each instance): its loads need no masks. */
-DW_INLINE void dw_3x3s2_pair_row(const cf_dw_job *j, const float *xa, const float *xb,
-                                 float *ya, float *yb, const float *za, const float *zb,
-                                 bool pair, const cf_vf *w, const dw_s2_pairs *pp, int64_t oy,
-                                 bool inside, convfind_activation act)
+/* Input row iy of planes xa and, where `pair`, xb as the three taps (dx = 0, 1, 2) of an
+ * output vector, t[dx]: for the first wo lanes columns 2 l + dx - 1 of xa's row, for the
+ * next wo lanes the same of xb's.  `inside` (a constant in each instance): the loads
+ * need no masks. */
+DW_INLINE void dw_s2_pair_taps(const cf_dw_job *j, const float *xa, const float *xb,
+                               bool pair, int64_t iy, bool inside, const dw_s2_pairs *pp,
+                               cf_vf *t)
 {
-    const int64_t hi = j->s.in[1], wi = j->s.in[2], wo = j->s.out[2];
+    const int64_t hi = j->s.in[1], wi = j->s.in[2];
     const unsigned cols = dw_lanes_below(dw_min(wi + 1, CF_VL)) & ~1u;
+    const unsigned m = iy >= 0 && iy < hi ? cols : 0u;
+    const float *qa = xa + iy * wi - 1, *qb = xb + iy * wi - 1;
+    const cf_vf a = inside ? cf_vload(qa) : cf_vload_mask(qa, m);
+    const cf_vf b = inside ? cf_vload(qb) : cf_vload_mask(qb, pair ? m : 0u);
+    for (int dx = 0; dx < 3; dx++)
+        t[dx] = cf_vperm2_mask(a, pp->idx[dx], b, pp->keep[dx]);
+}
+
+/* Output row oy of planes (ya, za) and, where `pair`, (yb, zb) from the taps of its
+ * input rows 2 oy - 1 + r, t[r]. */
+DW_INLINE void dw_3x3s2_pair_out(const cf_dw_job *j, float *ya, float *yb, const float *za,
+                                 const float *zb, bool pair, const cf_vf *w,
+                                 const dw_s2_pairs *pp, int64_t oy, const cf_vf (*t)[3],
+                                 convfind_activation act)
+{
+    const int64_t wo = j->s.out[2];
     cf_vf acc[3];
     for (int r = 0; r < 3; r++) {
-        const int64_t iy = 2 * oy - 1 + r;
-        const unsigned m = iy >= 0 && iy < hi ? cols : 0u;
-        const float *qa = xa + iy * wi - 1, *qb = xb + iy * wi - 1;
-        cf_vf a = inside ? cf_vload(qa) : cf_vload_mask(qa, m);
-        cf_vf b = inside ? cf_vload(qb) : cf_vload_mask(qb, pair ? m : 0u);
         acc[r] = r ? cf_vzero() : w[9];
         for (int dx = 0; dx < 3; dx++)
-            acc[r] = cf_vfma(w[3 * r + dx], cf_vperm2_mask(a, pp->idx[dx], b, pp->keep[dx]),
-                             acc[r]);
+            acc[r] = cf_vfma(w[3 * r + dx], t[r][dx], acc[r]);
     }
     cf_vf v = cf_vadd(acc[0], cf_vadd(acc[1], acc[2]));
     const int64_t at = oy * wo;
@@ -1189,7 +1200,8 @@ DW_INLINE void dw_3x3s2_pair_row(const cf_dw_job *j, const float *xa, const floa
 }
 
 /* Planes `plane` and, where `pair`, plane + 1 (their weights and biases blended into w,
- * the second plane's in the upper lanes). */
+ * the second plane's in the upper lanes), as a window of rows: the taps of input row
+ * 2 oy + 1, the last of output row oy's three, are the first of row oy + 1's. */
 DW_INLINE void dw_3x3s2_pair_planes(const cf_dw_job *j, size_t plane, bool pair,
                                     const cf_vf *w, const dw_s2_pairs *pp,
                                     convfind_activation act)
@@ -1199,15 +1211,19 @@ DW_INLINE void dw_3x3s2_pair_planes(const cf_dw_job *j, size_t plane, bool pair,
     const float *xa = j->x + plane * in_sp, *xb = xa + in_sp;
     float *ya = j->y + plane * out_sp, *yb = ya + out_sp;
     const float *za = j->z ? j->z + plane * out_sp : NULL, *zb = za ? za + out_sp : NULL;
-    int64_t oy = 0;
-    dw_3x3s2_pair_row(j, xa, xb, ya, yb, za, zb, pair, w, pp, oy, false, act);
-    for (oy = 1; oy < pp->mid; oy++)
-        if (pair)
-            dw_3x3s2_pair_row(j, xa, xb, ya, yb, za, zb, true, w, pp, oy, true, act);
-        else
-            dw_3x3s2_pair_row(j, xa, xb, ya, yb, za, zb, false, w, pp, oy, false, act);
-    for (; oy < j->s.out[1]; oy++)
-        dw_3x3s2_pair_row(j, xa, xb, ya, yb, za, zb, pair, w, pp, oy, false, act);
+    cf_vf t[3][3] = {{cf_vzero(), cf_vzero(), cf_vzero()}}; /* row -1: the padding */
+    for (int64_t oy = 0; oy < j->s.out[1]; oy++) {
+        if (pair && oy >= 1 && oy < pp->mid) {
+            dw_s2_pair_taps(j, xa, xb, true, 2 * oy, true, pp, t[1]);
+            dw_s2_pair_taps(j, xa, xb, true, 2 * oy + 1, true, pp, t[2]);
+        } else {
+            dw_s2_pair_taps(j, xa, xb, pair, 2 * oy, false, pp, t[1]);
+            dw_s2_pair_taps(j, xa, xb, pair, 2 * oy + 1, false, pp, t[2]);
+        }
+        dw_3x3s2_pair_out(j, ya, yb, za, zb, pair, w, pp, oy, (const cf_vf(*)[3])t, act);
+        for (int dx = 0; dx < 3; dx++)
+            t[0][dx] = t[2][dx];
+    }
 }
 
 /* `count` (image, channel) planes from `first` (n * M + m), X and Y in place; W as ONNX
