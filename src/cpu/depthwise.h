@@ -23,16 +23,13 @@
  *         the input are skipped per output row.
  *   NCHW 3x3 planes (cpu.depthwise_3x3: 2-D, 3x3, multiplier 1, stride 1 with one pixel of
  *         padding on every side, or stride 2 with one at the start of each axis): one task
- *         per run of planes, X read and Y written in place, no transposes.  Stride 1
- *         on rows of up to 4 vectors (2 at 8 lanes) moves a window of three input rows
- *         down the plane in registers, rows of up to a vector holding several planes
- *         side by side, the side taps lane shifts of the rows; wider planes run as one
- *         flat array, vectors running on across rows and every tap a fixed offset under
- *         lane masks for the plane's edges.  Stride 2 runs vectors along output rows,
- *         input rows split into even and odd columns: two planes a vector where output
- *         rows are at most 7 wide at 16 lanes; else, on output rows of up to 4 vectors
- *         (2 at 8 lanes), each input row loaded and split once, the row shared by two
- *         output rows kept in registers; wider ones load it for each (depthwise_kernels.h).
+ *         per run of planes, X read and Y written in place, no transposes.  Each output
+ *         row is computed from its three input rows held in registers as a window that
+ *         moves down the plane, every input row loaded once, the side taps lane shifts
+ *         of the rows (stride 1) or of their even and odd columns (stride 2); rows wider
+ *         than 4 vectors (2 at 8 lanes) run in strips of columns.  Stride-1 rows of at
+ *         most a vector hold several planes side by side; stride-2 output rows of at
+ *         most 7 at 16 lanes hold two planes (depthwise_kernels.h).
  */
 #ifndef CONVFIND_CPU_DEPTHWISE_H
 #define CONVFIND_CPU_DEPTHWISE_H

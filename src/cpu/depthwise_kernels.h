@@ -554,139 +554,6 @@ static inline unsigned dw_lanes_below(int64_t n)
     return n <= 0 ? 0u : n >= CF_VL ? (unsigned)((1ull << CF_VL) - 1u) : (1u << n) - 1u;
 }
 
-/* Lanes whose column is not the one that lane `first` starts (every W-th lane from
- * `first` on, `pat` having a bit at each multiple of W below CF_VL): the lanes that may
- * read their left neighbour (first = the lanes in column 0) or their right one (first =
- * the lanes in column W - 1). */
-static inline unsigned dw_flat_cols(unsigned pat, int64_t first)
-{
-    return dw_lanes_below(CF_VL) & ~(first < CF_VL ? pat << first : 0u);
-}
-
-/* The first n lanes of acc, plus the residual, through the activation into y. */
-DW_INLINE void dw_3x3_out(cf_vf acc, const float *z, float *y, int64_t n,
-                          convfind_activation act, float alpha, float beta)
-{
-    if (n == CF_VL) {
-        if (z)
-            acc = cf_vadd(acc, cf_vload(z));
-        cf_vstore(y, cf_vactivate(acc, act, alpha, beta));
-    } else {
-        if (z)
-            acc = cf_vadd(acc, cf_vload_n(z, (int)n));
-        cf_vstore_n(y, cf_vactivate(acc, act, alpha, beta), (int)n);
-    }
-}
-
-/* Lanes l whose position p0 + off + l lies in [0, hw): a load of the flat plane that
- * reads zeros, without touching memory, outside it. */
-static inline unsigned dw_flat_inside(int64_t p0, int64_t off, int64_t hw)
-{
-    return dw_lanes_below(hw - p0 - off) & ~dw_lanes_below(-(p0 + off));
-}
-
-/* The column masks of the next vector along a flat plane of rows of wd: returns the
- * lanes whose column is not 0 (they have a left neighbour) and sets *rv to those whose
- * column is not wd - 1.  *l0 is the first lane in column 0; it moves back by
- * step = CF_VL mod wd lanes per vector, without a division. */
-static inline unsigned dw_s1_cols(unsigned pat, int64_t wd, int64_t step, int64_t *l0,
-                                  unsigned *rv)
-{
-    unsigned lv = dw_flat_cols(pat, *l0);
-    *rv = dw_flat_cols(pat, *l0 ? *l0 - 1 : wd - 1);
-    *l0 -= step;
-    *l0 += *l0 < 0 ? wd : 0;
-    return lv;
-}
-
-/* The stride-1 window as it moves along a flat plane: the vectors before and at the
- * output positions, in the row of the output (vp, v) and in the row above (up, u); and
- * the sums of the vector it was last moved past. */
-typedef struct dw_s1_win {
-    cf_vf vp, v, up, u, acc;
-} dw_s1_win;
-
-/* The output vector at plane position p0 (q = plane + p0).  The rows above and at the
- * output come from the window and are shifted in registers for the side taps; the row
- * below is loaded per tap; three accumulators, one per kernel row, cover the FMA
- * latency.  Left taps only in lanes lv, right ones in lanes rv (columns 0 and W - 1
- * have no neighbour there).  `edge` (a constant in each instance) puts every load
- * under a mask of the lanes inside the plane: positions before it are the row above
- * row 0 and those after it the row below the last, so those zeros are the padding and
- * no other row test is needed.  Returns the window moved on by one vector, with the
- * vector's sums. */
-DW_INLINE dw_s1_win dw_s1_vector(const float *q, int64_t p0, int64_t wd, int64_t hw, bool edge,
-                                 dw_s1_win s, unsigned lv, unsigned rv, const cf_vf *w,
-                                 cf_vf bias)
-{
-    unsigned m_d = edge ? dw_lanes_below(hw - wd - p0) : ~0u; /* lanes with a row below */
-    cf_vf vn = edge ? cf_vload_mask(q + CF_VL, dw_flat_inside(p0, CF_VL, hw))
-                    : cf_vload(q + CF_VL);
-    cf_vf un = edge ? cf_vload_mask(q - wd + CF_VL, dw_flat_inside(p0, CF_VL - wd, hw))
-                    : cf_vload(q - wd + CF_VL);
-    cf_vf a0 = cf_vfma(w[4], s.v, bias);
-    cf_vf a1 = cf_vmul(w[1], s.u);
-    cf_vf a2 = cf_vmul(w[7], edge ? cf_vload_mask(q + wd, m_d) : cf_vload(q + wd));
-    a0 = cf_vfma_mask(w[3], cf_vshift(s.vp, s.v, CF_VL - 1), a0, lv);
-    a1 = cf_vfma_mask(w[0], cf_vshift(s.up, s.u, CF_VL - 1), a1, lv);
-    a2 = cf_vfma(w[6], cf_vload_mask(q + wd - 1, lv & m_d), a2);
-    a0 = cf_vfma_mask(w[5], cf_vshift(s.v, vn, 1), a0, rv);
-    a1 = cf_vfma_mask(w[2], cf_vshift(s.u, un, 1), a1, rv);
-    a2 = cf_vfma(w[8], cf_vload_mask(q + wd + 1, rv & m_d), a2);
-    dw_s1_win next = {s.v, vn, s.u, un, cf_vadd(a0, cf_vadd(a1, a2))};
-    return next;
-}
-
-/* Stride 1 (pads 1, so Y's plane is X's) on planes too wide for the window kernel
- * (dw_3x3s1_window): the plane as one flat array, read in place.
- * Output vector k holds positions k * CF_VL .. + CF_VL - 1, running on across rows, and
- * tap (dy, dx) of every lane is the input at the same position plus dy * W + dx, under
- * lane masks for columns 0 and W - 1 (dw_s1_cols).  Vectors whose loads all lie inside
- * the plane load without masks; the first and last few mask their loads to the plane
- * (all four of a 7x7 plane). */
-DW_INLINE void dw_3x3s1_plane(const cf_dw_job *j, const float *x, float *y, const float *z,
-                              const cf_vf *w, cf_vf bias, convfind_activation act)
-{
-    const cf_problem *p = j->p;
-    const int64_t wd = j->s.in[2], hw = p->in_sp, nvec = (hw + CF_VL - 1) / CF_VL;
-    const float alpha = p->alpha, beta = p->beta;
-    unsigned pat = 0;
-    for (int64_t l = 0; l < CF_VL; l += wd)
-        pat |= 1u << l;
-    const int64_t step = CF_VL % wd;
-    int64_t l0 = 0; /* the first lane in column 0 */
-    /* Vectors [k_a, k_b) load inside the plane without masks, the window reloaded at
-     * the first of them: from the first whose row above starts a whole vector into the
-     * plane to the last whose row below (one past its last lane) and next vector end
-     * inside it. */
-    const int64_t k_a = (wd + 2 * CF_VL - 1) / CF_VL;
-    const int64_t rest = hw - CF_VL - (wd + 1 > CF_VL ? wd + 1 : CF_VL);
-    const int64_t k_b = rest >= 0 ? rest / CF_VL + 1 : 0;
-    dw_s1_win s = {cf_vzero(), cf_vload_mask(x, dw_flat_inside(0, 0, hw)), cf_vzero(),
-                   cf_vload_mask(x - wd, dw_flat_inside(0, -wd, hw)), cf_vzero()};
-    unsigned lv, rv;
-    int64_t k = 0;
-    for (;;) {
-        for (; k < nvec && (k < k_a || k >= k_b); k++) {
-            int64_t p0 = k * CF_VL, n = hw - p0 < CF_VL ? hw - p0 : CF_VL;
-            lv = dw_s1_cols(pat, wd, step, &l0, &rv);
-            s = dw_s1_vector(x + p0, p0, wd, hw, true, s, lv, rv, w, bias);
-            dw_3x3_out(s.acc, z ? z + p0 : NULL, y + p0, n, act, alpha, beta);
-        }
-        if (k >= nvec)
-            break;
-        const float *q = x + k * CF_VL;
-        s = (dw_s1_win){cf_vload(q - CF_VL), cf_vload(q), cf_vload(q - wd - CF_VL),
-                        cf_vload(q - wd), cf_vzero()};
-        for (; k < k_b; k++) {
-            int64_t p0 = k * CF_VL;
-            lv = dw_s1_cols(pat, wd, step, &l0, &rv);
-            s = dw_s1_vector(x + p0, p0, wd, hw, false, s, lv, rv, w, bias);
-            dw_3x3_out(s.acc, z ? z + p0 : NULL, y + p0, CF_VL, act, alpha, beta);
-        }
-    }
-}
-
 /* The weights and bias of output channel m, one vector each. */
 static inline void dw_3x3_weights(const cf_dw_job *j, int64_t m, cf_vf *w, cf_vf *bias)
 {
@@ -712,33 +579,48 @@ DW_INLINE int64_t dw_3x3_group_weights(const cf_dw_job *j, int64_t m, int np,
     return m + 1 == j->p->m ? 0 : m + 1;
 }
 
-/* ---- stride 1 on planes of at most DW_WIN_VECS vectors a row: a window of rows ---- */
+/* The kernels compute output row oy from its three input rows held in registers as a
+ * window that moves down the plane, so each input row is loaded once, one load per
+ * vector, and the side taps are lane shifts of the rows' vectors (stride 1) or of their
+ * even and odd columns (stride 2).  Loads are masked to the row, so a row's vectors are
+ * zero past its end, and the shifts bring in zeros at both ends: the padding, with no
+ * mask on any tap.  Rows wider than DW_WIN_VECS output vectors run in strips of
+ * columns, each from the top of the plane to the bottom, the columns just outside the
+ * strip broadcast into the shifts.  The flat kernels these replaced computed every lane
+ * of their vectors but paid for it in lane masks per tap and in loads of neighbours
+ * that cross cache lines (docs/performance.md). */
 
-/* The widest rows, in vectors, that the window kernel takes: its three rows of vectors
- * and the ten weights must stay in registers.  AVX-512's 32 hold rows of 4 vectors
- * (56x56 planes: 1300 cycles a plane against 1780 for the flat kernel; at 7 vectors,
- * 112x112, 7850 against 6550), 16 registers rows of 2 (AVX2: 14x14 planes 243 against
- * 479; 28x28, 4 vectors, 1084 against 1037).  Zen 5, one thread. */
+/* The widest strip, in output vectors: the window's rows and the ten weights must stay
+ * in registers.  AVX-512's 32 hold strips of 4 vectors (56x56 planes at stride 1: 1300
+ * cycles a plane against 1780 for the flat kernel; 7 vectors, 112x112, took 7850
+ * against 6550), 16 registers strips of 2 (AVX2: 14x14 planes 243 against 479; 28x28
+ * as 4 vectors 1084 against 1037).  Zen 5, one thread. */
 #if CF_VL == 16
 #define DW_WIN_VECS 4
 #else
 #define DW_WIN_VECS 2
 #endif
 
-/* Stride 1 on planes whose rows are at most DW_WIN_VECS vectors: each output row is
- * computed from three input rows (above, at and below it) held in registers as a
- * window that moves down the plane, so each input row is loaded once, with one load per
- * vector.  A row's vectors are zero past its end, so a lane shift across the row's
- * vectors gives every lane its left or right neighbour with a zero (the padding) at
- * both ends of the row, and no tap needs a mask.  Rows of at most a vector (7x7 and
- * 14x14 planes at 16 lanes) hold `planes` planes side by side, plane i's row in lanes
+/* Strip s of a row of `vecs` output vectors cut into `strips` strips of balanced widths
+ * (at most DW_WIN_VECS each) starts at vector dw_strip_start(vecs, strips, s). */
+static inline int dw_strips(int64_t vecs)
+{
+    return (int)((vecs + DW_WIN_VECS - 1) / DW_WIN_VECS);
+}
+
+static inline int64_t dw_strip_start(int64_t vecs, int strips, int s)
+{
+    return vecs * s / strips;
+}
+
+/* ---- stride 1 ---- */
+
+/* Stride 1 (pads 1, so Y's planes are X's).  Rows of at most a vector (7x7 and 14x14
+ * planes at 16 lanes) hold `planes` planes side by side, plane i's row in lanes
  * [i (W + 1), i (W + 1) + W) and a zero lane after each row, so that the shifts never
- * reach into another plane.  The flat kernel below computes every lane of its vectors
- * but pays for it in lane masks per tap and in loads of neighbours that cross cache
- * lines (Zen 5, one thread, cycles a plane, flat -> window): 7x7 46 -> 33 (two planes a
- * vector), 14x14 160 -> 87, 28x28 520 -> 326. */
+ * reach into another plane. */
 typedef struct dw_s1_window {
-    int vecs;                 /* vectors per row: ceil(W / CF_VL) */
+    int64_t vecs;             /* vectors per row: ceil(W / CF_VL) */
     int planes;               /* planes per vector: (CF_VL + 1) / (W + 1), or 1 */
     unsigned lanes[CF_VL];    /* the lanes of plane i's row in the row's last vector */
     ptrdiff_t shift[CF_VL];   /* plane i's offset, in floats, from plane 0's position
@@ -748,7 +630,7 @@ typedef struct dw_s1_window {
 static inline void dw_3x3s1_window_of(const cf_dw_job *j, dw_s1_window *pw)
 {
     const int64_t wd = j->s.in[2], hw = j->p->in_sp;
-    pw->vecs = (int)((wd + CF_VL - 1) / CF_VL);
+    pw->vecs = (wd + CF_VL - 1) / CF_VL;
     pw->planes = pw->vecs == 1 ? (int)((CF_VL + 1) / (wd + 1)) : 1;
     const int64_t last = wd - (pw->vecs - 1) * CF_VL; /* lanes of the last vector */
     for (int i = 0; i < pw->planes; i++) {
@@ -757,49 +639,105 @@ static inline void dw_3x3s1_window_of(const cf_dw_job *j, dw_s1_window *pw)
     }
 }
 
-/* Vector k of the row at position `at` of the group's first plane; `lanes` as
- * dw_s1_window's, zero for planes the group lacks.  `vecs` and `np` are constants. */
-DW_INLINE cf_vf dw_win_load(const float *x, int64_t at, int k, int vecs, int np,
-                            const dw_s1_window *pw, const unsigned *lanes)
+/* One input row of a strip of `vecs` vectors (a constant): v[1 .. vecs], with the
+ * columns just before and after the strip broadcast into v[0] and v[vecs + 1] (zero at
+ * the row's ends). */
+typedef struct dw_s1_row {
+    cf_vf v[DW_WIN_VECS + 2];
+} dw_s1_row;
+
+/* Vector k of a strip's row at q (the strip's first column, in the group's first plane);
+ * in the row's last strip (`end`), the last vector masked to each plane's lanes
+ * (`lanes` as dw_s1_window's, zero for planes the group lacks). */
+DW_INLINE cf_vf dw_s1_load(const float *q, int k, int vecs, bool end, int np,
+                           const dw_s1_window *pw, const unsigned *lanes)
 {
-    if (k + 1 < vecs)
-        return cf_vload(x + at + k * CF_VL);
-    cf_vf v = cf_vload_mask(x + at + k * CF_VL, lanes[0]);
+    if (!end || k + 1 < vecs)
+        return cf_vload(q + k * CF_VL);
+    cf_vf v = cf_vload_mask(q + k * CF_VL, lanes[0]);
     for (int i = 1; i < np; i++)
-        v = cf_vblend(lanes[i], v, cf_vload_mask(x + pw->shift[i] + at, lanes[i]));
+        v = cf_vblend(lanes[i], v, cf_vload_mask(q + pw->shift[i], lanes[i]));
     return v;
 }
 
-DW_INLINE void dw_win_store(float *y, int64_t at, int k, int vecs, int np,
-                            const dw_s1_window *pw, const unsigned *lanes, cf_vf v)
+DW_INLINE void dw_s1_store(float *q, int k, int vecs, bool end, int np, const dw_s1_window *pw,
+                           const unsigned *lanes, cf_vf v)
 {
-    if (k + 1 < vecs) {
-        cf_vstore(y + at + k * CF_VL, v);
+    if (!end || k + 1 < vecs) {
+        cf_vstore(q + k * CF_VL, v);
         return;
     }
-    cf_vstore_mask(y + at + k * CF_VL, v, lanes[0]);
+    cf_vstore_mask(q + k * CF_VL, v, lanes[0]);
     for (int i = 1; i < np; i++)
-        cf_vstore_mask(y + pw->shift[i] + at, v, lanes[i]);
+        cf_vstore_mask(q + pw->shift[i], v, lanes[i]);
 }
 
-/* Kernel row t's three taps on vector k of input row `row` (vecs vectors), added to acc. */
-DW_INLINE cf_vf dw_win_taps(const cf_vf *row, int k, int vecs, const cf_vf *w, int t,
-                            cf_vf acc)
+/* Row q of the strip (NULL: a row of padding) into r. */
+DW_INLINE void dw_s1_row_load(dw_s1_row *r, const float *q, int vecs, bool begin, bool end,
+                              int np, const dw_s1_window *pw, const unsigned *lanes)
 {
-    const cf_vf prev = k > 0 ? row[k - 1] : cf_vzero();
-    const cf_vf next = k + 1 < vecs ? row[k + 1] : cf_vzero();
-    acc = cf_vfma(w[t + 1], row[k], acc);
-    acc = cf_vfma(w[t], cf_vshift(prev, row[k], CF_VL - 1), acc);
-    return cf_vfma(w[t + 2], cf_vshift(row[k], next, 1), acc);
+    for (int k = 0; k < vecs; k++)
+        r->v[k + 1] = q ? dw_s1_load(q, k, vecs, end, np, pw, lanes) : cf_vzero();
+    r->v[0] = q && !begin ? cf_vbcast(q[-1]) : cf_vzero();
+    r->v[vecs + 1] = q && !end ? cf_vbcast(q[vecs * CF_VL]) : cf_vzero();
 }
 
-/* `count` planes from `first`, `np` planes a vector (the last group may have fewer),
- * rows of `vecs` vectors. */
-DW_INLINE void dw_3x3s1_window(const cf_dw_job *j, size_t first, size_t count, int vecs,
-                               int np, const dw_s1_window *pw, convfind_activation act)
+/* *dst = *src for a strip of `vecs` vectors: a copy of the whole struct moved the unused
+ * vectors too (14x14 planes took 10% longer). */
+DW_INLINE void dw_s1_row_move(dw_s1_row *dst, const dw_s1_row *src, int vecs)
+{
+    for (int k = 0; k < vecs + 2; k++)
+        dst->v[k] = src->v[k];
+}
+
+/* Kernel row t's three taps on vector k of row r, added to acc. */
+DW_INLINE cf_vf dw_s1_taps(const dw_s1_row *r, int k, const cf_vf *w, int t, cf_vf acc)
+{
+    const cf_vf *v = r->v + k + 1;
+    acc = cf_vfma(w[t + 1], v[0], acc);
+    acc = cf_vfma(w[t], cf_vshift(v[-1], v[0], CF_VL - 1), acc);
+    return cf_vfma(w[t + 2], cf_vshift(v[0], v[1], 1), acc);
+}
+
+/* The strip of `vecs` vectors (a constant) from vector k0 of the rows of a group of
+ * planes at x, y, z; `begin`, `end`: the strip starts (ends) the row. */
+DW_INLINE void dw_s1_strip(const cf_dw_job *j, const float *x, float *y, const float *z,
+                           int64_t k0, int vecs, bool begin, bool end, int np,
+                           const dw_s1_window *pw, const unsigned *lanes, const cf_vf *w,
+                           convfind_activation act)
+{
+    const int64_t wd = j->s.in[2], h = j->s.in[1];
+    x += k0 * CF_VL;
+    y += k0 * CF_VL;
+    z = z ? z + k0 * CF_VL : NULL;
+    dw_s1_row up, at, down;
+    dw_s1_row_load(&up, NULL, vecs, begin, end, np, pw, lanes);
+    dw_s1_row_load(&at, x, vecs, begin, end, np, pw, lanes);
+    for (int64_t r = 0; r < h; r++) {
+        dw_s1_row_load(&down, r + 1 < h ? x + (r + 1) * wd : NULL, vecs, begin, end, np, pw,
+                       lanes);
+        for (int k = 0; k < vecs; k++) {
+            cf_vf acc = cf_vadd(dw_s1_taps(&at, k, w, 3, w[9]),
+                                cf_vadd(dw_s1_taps(&up, k, w, 0, cf_vzero()),
+                                        dw_s1_taps(&down, k, w, 6, cf_vzero())));
+            if (z)
+                acc = cf_vadd(acc, dw_s1_load(z + r * wd, k, vecs, end, np, pw, lanes));
+            acc = cf_vactivate(acc, act, j->p->alpha, j->p->beta);
+            dw_s1_store(y + r * wd, k, vecs, end, np, pw, lanes, acc);
+        }
+        dw_s1_row_move(&up, &at, vecs);
+        dw_s1_row_move(&at, &down, vecs);
+    }
+}
+
+/* `count` planes from `first`, `np` planes a vector (the last group may have fewer; more
+ * than one only where a row is one vector). */
+DW_INLINE void dw_3x3s1_window(const cf_dw_job *j, size_t first, size_t count, int np,
+                               const dw_s1_window *pw, convfind_activation act)
 {
     const cf_problem *p = j->p;
-    const int64_t wd = j->s.in[2], h = j->s.in[1], hw = p->in_sp;
+    const int64_t hw = p->in_sp;
+    const int strips = dw_strips(pw->vecs);
     int64_t m = (int64_t)(first % (size_t)p->m);
     for (size_t g = 0; g < count; g += (size_t)np) {
         const size_t plane = first + g;
@@ -812,70 +750,53 @@ DW_INLINE void dw_3x3s1_window(const cf_dw_job *j, size_t first, size_t count, i
             lanes[i] = g + (size_t)i < count ? pw->lanes[i] : 0u;
         cf_vf w[10];
         m = dw_3x3_group_weights(j, m, np, lanes, w);
-        cf_vf up[DW_WIN_VECS], at[DW_WIN_VECS], down[DW_WIN_VECS];
-        for (int k = 0; k < vecs; k++) {
-            up[k] = cf_vzero();
-            at[k] = dw_win_load(x, 0, k, vecs, np, pw, lanes);
+        if (np != 1) {
+            dw_s1_strip(j, x, y, z, 0, 1, true, true, np, pw, lanes, w, act);
+            continue;
         }
-        for (int64_t r = 0; r < h; r++) {
-            for (int k = 0; k < vecs; k++)
-                down[k] = r + 1 < h ? dw_win_load(x, (r + 1) * wd, k, vecs, np, pw, lanes)
-                                    : cf_vzero();
-            for (int k = 0; k < vecs; k++) {
-                cf_vf acc = cf_vadd(dw_win_taps(at, k, vecs, w, 3, w[9]),
-                                    cf_vadd(dw_win_taps(up, k, vecs, w, 0, cf_vzero()),
-                                            dw_win_taps(down, k, vecs, w, 6, cf_vzero())));
-                if (z)
-                    acc = cf_vadd(acc, dw_win_load(z, r * wd, k, vecs, np, pw, lanes));
-                acc = cf_vactivate(acc, act, p->alpha, p->beta);
-                dw_win_store(y, r * wd, k, vecs, np, pw, lanes, acc);
-            }
-            for (int k = 0; k < vecs; k++) {
-                up[k] = at[k];
-                at[k] = down[k];
-            }
-        }
-    }
-}
-
-/* dw_3x3s1_window with the row's vectors and (for one and two) the planes per vector
- * constants in each instance. */
-DW_INLINE void dw_3x3s1_window_shapes(const cf_dw_job *j, size_t first, size_t count,
-                                      const dw_s1_window *pw, convfind_activation act)
-{
-    switch (pw->vecs) {
+        for (int s = 0; s < strips; s++) {
+            const int64_t k0 = dw_strip_start(pw->vecs, strips, s);
+            const int vecs = (int)(dw_strip_start(pw->vecs, strips, s + 1) - k0);
+            const bool begin = s == 0, end = s + 1 == strips;
+            /* A row of one strip (the common case) as its own instances: with `begin`
+             * and `end` constants, 14x14 to 56x56 planes took 15-30% less time. */
+#define DW_S1_STRIP(v)                                                                     \
+    (strips == 1 ? dw_s1_strip(j, x, y, z, 0, v, true, true, 1, pw, lanes, w, act)           \
+                 : dw_s1_strip(j, x, y, z, k0, v, begin, end, 1, pw, lanes, w, act))
+            switch (vecs) {
 #if DW_WIN_VECS >= 4
-    case 4:
-        dw_3x3s1_window(j, first, count, 4, 1, pw, act);
-        return;
-    case 3:
-        dw_3x3s1_window(j, first, count, 3, 1, pw, act);
-        return;
+            case 4:
+                DW_S1_STRIP(4);
+                break;
+            case 3:
+                DW_S1_STRIP(3);
+                break;
 #endif
-    case 2:
-        dw_3x3s1_window(j, first, count, 2, 1, pw, act);
-        return;
-    default:
-        if (pw->planes == 1)
-            dw_3x3s1_window(j, first, count, 1, 1, pw, act);
-        else if (pw->planes == 2)
-            dw_3x3s1_window(j, first, count, 1, 2, pw, act);
-        else
-            dw_3x3s1_window(j, first, count, 1, pw->planes, pw, act);
+            case 2:
+                DW_S1_STRIP(2);
+                break;
+            default:
+                DW_S1_STRIP(1);
+            }
+#undef DW_S1_STRIP
+        }
     }
 }
 
-/* The window kernel with the activation a constant in each instance, in a function of
- * its own: inlined into the task beside the other kernels, a stride-1 kernel changed how
- * those were compiled (the stride-2 layers took 12% longer, s2 c96 112², 2 threads: 0.039
- * -> 0.043 ms). */
+/* dw_3x3s1_window with the activation and (for one and two) the planes per vector
+ * constants in each instance, in a function of its own: inlined into the task beside
+ * the other kernels, a stride-1 kernel changed how those were compiled (the stride-2
+ * layers took 12% longer, s2 c96 112², 2 threads: 0.039 -> 0.043 ms). */
 static __attribute__((noinline)) void dw_3x3s1_window_any(const cf_dw_job *j, size_t first,
                                                           size_t count,
                                                           convfind_activation act)
 {
     dw_s1_window pw;
     dw_3x3s1_window_of(j, &pw);
-#define DW_S1_WIN(a) dw_3x3s1_window_shapes(j, first, count, &pw, a)
+#define DW_S1_WIN(a)                                                                       \
+    (pw.planes == 1   ? dw_3x3s1_window(j, first, count, 1, &pw, a)                        \
+     : pw.planes == 2 ? dw_3x3s1_window(j, first, count, 2, &pw, a)                        \
+                      : dw_3x3s1_window(j, first, count, pw.planes, &pw, a))
     switch (act) {
         CF_VACT_CASES(DW_S1_WIN, return)
     default:
@@ -884,229 +805,139 @@ static __attribute__((noinline)) void dw_3x3s1_window_any(const cf_dw_job *j, si
 #undef DW_S1_WIN
 }
 
-/* Kernel row w's three taps for the output vector whose input columns 2 ox .. 2 ox +
- * 2 CF_VL - 1 are a, b, added to acc; *odd carries the odd columns from one vector to
- * the next.  Columns 2 ox and 2 ox + 1 are the even and odd lanes of a, b, and column
- * 2 ox - 1 the odd lanes shifted by one lane, the previous vector's last one shifted
- * in, so each input row is loaded once per output vector and no tap needs a load of
- * its own. */
-DW_INLINE cf_vf dw_s2_taps(const cf_vf *w, cf_vf a, cf_vf b, cf_vf *odd, cf_vf acc)
-{
-    cf_vf o = cf_vodd(a, b);
-    acc = cf_vfma(w[0], cf_vshift(*odd, o, CF_VL - 1), acc);
-    acc = cf_vfma(w[1], cf_veven(a, b), acc);
-    *odd = o;
-    return cf_vfma(w[2], o, acc);
-}
+/* ---- stride 2 ---- */
 
-/* The output columns of a stride-2 row: `fast` whole vectors whose input columns lie
- * inside the row, then at most one more vector of n outputs whose two input vectors
- * read the lanes ma, mb (the rest is past the row's end).  The same for every row. */
-typedef struct dw_s2_cols {
-    int64_t fast, n;
-    unsigned ma, mb;
-} dw_s2_cols;
+/* Stride 2 (pads 1 at the start of each axis, at most 1 at the end): each input row is
+ * split into its even and odd columns once, and the split of row 2 oy + 1, the last of
+ * output row oy's three, is kept as the first of row oy + 1's.  Output column ox reads
+ * input columns 2 ox - 1 (the odd columns shifted by a lane, the previous vector's last
+ * or the column before the strip shifted in), 2 ox and 2 ox + 1.  The two other rows
+ * are split a vector at a time as the output vectors need them: held whole, the three
+ * rows did not fit AVX2's registers (s2 28x28 planes 297 -> 375 cycles). */
 
-/* Kernel rows r = 0..2 of one output vector, input columns from 2 ox on, under the
- * masks ma & on[r], mb & on[r]; three accumulators, one per kernel row. */
-DW_INLINE cf_vf dw_s2_vector(const float *const *rows, const unsigned *on, int64_t ox,
-                             unsigned ma, unsigned mb, const cf_vf *w, cf_vf *odd, cf_vf bias)
-{
-    cf_vf acc[3];
-    for (int r = 0; r < 3; r++) {
-        const float *q = rows[r] + 2 * ox;
-        acc[r] = dw_s2_taps(w + 3 * r, cf_vload_mask(q, ma & on[r]),
-                            cf_vload_mask(q + CF_VL, mb & on[r]), &odd[r], r ? cf_vzero() : bias);
-    }
-    return cf_vadd(acc[0], cf_vadd(acc[1], acc[2]));
-}
-
-/* One output row at stride 2: vectors along it, each reading the 2 CF_VL input columns
- * from 2 ox on of its three input rows.  `on[r]` masks off kernel rows outside the input
- * (inlined with constant all-on masks for the rows between, whose whole vectors then
- * load without masks).  Column -1, the padding, is the zero the odd lanes start from. */
-DW_INLINE void dw_3x3s2_row(const cf_dw_job *j, const float *const *rows, const unsigned *on,
-                            const dw_s2_cols *c, float *y, const float *z, const cf_vf *w,
-                            cf_vf bias, convfind_activation act)
-{
-    const float alpha = j->p->alpha, beta = j->p->beta;
-    cf_vf odd[3] = {cf_vzero(), cf_vzero(), cf_vzero()};
-    int64_t ox = 0;
-    for (int64_t v = 0; v < c->fast; v++, ox += CF_VL)
-        dw_3x3_out(dw_s2_vector(rows, on, ox, ~0u, ~0u, w, odd, bias), z ? z + ox : NULL, y + ox,
-                   CF_VL, act, alpha, beta);
-    if (c->n)
-        dw_3x3_out(dw_s2_vector(rows, on, ox, c->ma, c->mb, w, odd, bias), z ? z + ox : NULL,
-                   y + ox, c->n, act, alpha, beta);
-}
-
-/* Output row oy at stride 2 with row masks: kernel rows outside the input read nothing. */
-DW_INLINE void dw_3x3s2_edge_row(const cf_dw_job *j, const float *x, int64_t oy,
-                                 const dw_s2_cols *c, float *y, const float *z, const cf_vf *w,
-                                 cf_vf bias, convfind_activation act)
-{
-    const int64_t hi = j->s.in[1], wi = j->s.in[2], wo = j->s.out[2];
-    const float *rows[3];
-    unsigned on[3];
-    for (int r = 0; r < 3; r++) {
-        int64_t iy = 2 * oy - 1 + r;
-        bool in = iy >= 0 && iy < hi;
-        rows[r] = in ? x + iy * wi : x;
-        on[r] = in ? ~0u : 0u;
-    }
-    dw_3x3s2_row(j, rows, on, c, y + oy * wo, z ? z + oy * wo : NULL, w, bias, act);
-}
-
-/* Stride 2 (pads 1 at the start of each axis, at most 1 at the end): vectors along each
- * output row.  Rows whose three input rows all lie inside the input (all but the first
- * and perhaps the last) run without row masks. */
-DW_INLINE void dw_3x3s2_plane(const cf_dw_job *j, const float *x, float *y, const float *z,
-                              const cf_vf *w, cf_vf bias, convfind_activation act)
-{
-    const int64_t hi = j->s.in[1], wi = j->s.in[2], ho = j->s.out[1], wo = j->s.out[2];
-    static const unsigned all[3] = {~0u, ~0u, ~0u};
-    dw_s2_cols c;
-    c.fast = dw_min(wo / CF_VL, wi / (2 * CF_VL));
-    c.n = wo - c.fast * CF_VL; /* at most CF_VL with an end pad of at most 1 */
-    c.ma = dw_lanes_below(wi - 2 * c.fast * CF_VL);
-    c.mb = dw_lanes_below(wi - (2 * c.fast + 1) * CF_VL);
-    int64_t mid = dw_max(1, dw_min(ho, (hi - 2) / 2 + 1)); /* rows [1, mid) are inside */
-    /* Rows [1, unmasked) load their last vector without masks too: its lanes past the row
-     * read the next row, which only reaches outputs past the row's end, and its loads
-     * end inside the plane (row 2 oy + 1 from column 2 fast CF_VL, 2 CF_VL floats).  Not
-     * where the last output's right tap is the end padding (2 wo - 1 >= wi).  Masked, the
-     * last vector cost a fifth of a 28-wide row (s2 c144 56x56). */
-    const int64_t tail = 2 * c.fast * CF_VL + 2 * CF_VL;
-    int64_t unmasked = c.n && 2 * wo - 1 < wi ? (hi * wi - tail - wi) / (2 * wi) + 1 : 1;
-    unmasked = dw_max(1, dw_min(unmasked, mid));
-    const dw_s2_cols cf = {c.fast, c.n, ~0u, ~0u};
-    dw_3x3s2_edge_row(j, x, 0, &c, y, z, w, bias, act);
-    int64_t oy = 1;
-    for (; oy < unmasked; oy++) {
-        const float *rows[3] = {x + (2 * oy - 1) * wi, x + 2 * oy * wi, x + (2 * oy + 1) * wi};
-        dw_3x3s2_row(j, rows, all, &cf, y + oy * wo, z ? z + oy * wo : NULL, w, bias, act);
-    }
-    for (; oy < mid; oy++) {
-        const float *rows[3] = {x + (2 * oy - 1) * wi, x + 2 * oy * wi, x + (2 * oy + 1) * wi};
-        dw_3x3s2_row(j, rows, all, &c, y + oy * wo, z ? z + oy * wo : NULL, w, bias, act);
-    }
-    for (oy = mid; oy < ho; oy++)
-        dw_3x3s2_edge_row(j, x, oy, &c, y, z, w, bias, act);
-}
-
-/* Stride 2 on output rows of at most DW_WIN_VECS vectors, as the stride-1 window: each
- * input row is loaded and split into its even and odd columns once, and the split of
- * row 2 oy + 1, the last of output row oy's three, is kept in registers as the first of
- * row oy + 1's (the row-by-row kernel above loads and splits it for both).  Column -1,
- * the start padding, is the zero the odd lanes are shifted from; columns and rows past
- * the input (the end padding) are the zeros of masked loads. */
-typedef struct dw_s2_window {
-    unsigned ma[DW_WIN_VECS], mb[DW_WIN_VECS]; /* input lanes of vectors 2k, 2k + 1 */
-    unsigned last;                             /* output lanes of the last vector */
-} dw_s2_window;
-
-static inline void dw_3x3s2_window_of(const cf_dw_job *j, int vecs, dw_s2_window *sw)
-{
-    const int64_t wi = j->s.in[2], wo = j->s.out[2];
-    for (int k = 0; k < vecs; k++) {
-        sw->ma[k] = dw_lanes_below(wi - 2 * k * CF_VL);
-        sw->mb[k] = dw_lanes_below(wi - (2 * k + 1) * CF_VL);
-    }
-    sw->last = dw_lanes_below(wo - (vecs - 1) * CF_VL);
-}
-
-/* Input columns 2 k CF_VL .. + 2 CF_VL - 1 of `row` (NULL: a row of padding) as even
- * and odd columns. */
-DW_INLINE void dw_s2_split(const float *row, int k, const dw_s2_window *sw, cf_vf *even,
+/* Input columns 2 k CF_VL .. + 2 CF_VL - 1 of `q` (the strip's first input column of a
+ * row; NULL: a row of padding) as even and odd columns, loads masked by ma, mb. */
+DW_INLINE void dw_s2_split(const float *q, int k, unsigned ma, unsigned mb, cf_vf *even,
                            cf_vf *odd)
 {
-    const cf_vf a = row ? cf_vload_mask(row + 2 * k * CF_VL, sw->ma[k]) : cf_vzero();
-    const cf_vf b = row ? cf_vload_mask(row + (2 * k + 1) * CF_VL, sw->mb[k]) : cf_vzero();
+    const cf_vf a = q ? cf_vload_mask(q + 2 * k * CF_VL, ma) : cf_vzero();
+    const cf_vf b = q ? cf_vload_mask(q + (2 * k + 1) * CF_VL, mb) : cf_vzero();
     *even = cf_veven(a, b);
     *odd = cf_vodd(a, b);
 }
 
-/* Kernel row t's taps on output vector k of a split row: columns 2 ox - 1 (the odd
- * columns shifted by a lane, the previous vector's last shifted in), 2 ox, 2 ox + 1. */
-DW_INLINE cf_vf dw_s2_win_taps(cf_vf even, cf_vf odd, cf_vf odd_prev, const cf_vf *w, int t,
-                               cf_vf acc)
+/* Kernel row t's taps on an output vector from its row's even and odd columns and the
+ * odd columns before them, added to acc. */
+DW_INLINE cf_vf dw_s2_taps(cf_vf even, cf_vf odd, cf_vf odd_prev, const cf_vf *w, int t,
+                           cf_vf acc)
 {
     acc = cf_vfma(w[t + 1], even, acc);
     acc = cf_vfma(w[t + 2], odd, acc);
     return cf_vfma(w[t], cf_vshift(odd_prev, odd, CF_VL - 1), acc);
 }
 
-/* One plane, output rows of `vecs` vectors (a constant). */
-DW_INLINE void dw_3x3s2_window(const cf_dw_job *j, const float *x, float *y, const float *z,
-                               const cf_vf *w, cf_vf bias, int vecs, const dw_s2_window *sw,
-                               convfind_activation act)
+/* The strip of `vecs` output vectors (a constant) from vector k0 of one plane's rows;
+ * `begin`, `end`: the strip starts (ends) the row. */
+DW_INLINE void dw_s2_strip(const cf_dw_job *j, const float *x, float *y, const float *z,
+                           int64_t k0, int vecs, bool begin, bool end, const cf_vf *w,
+                           convfind_activation act)
 {
     const int64_t hi = j->s.in[1], wi = j->s.in[2], ho = j->s.out[1], wo = j->s.out[2];
-    /* The split of input row 2 oy - 1: zeros (the padding) for oy = 0. */
-    cf_vf e0[DW_WIN_VECS], o0[DW_WIN_VECS];
+    unsigned ma[DW_WIN_VECS], mb[DW_WIN_VECS];
+    for (int k = 0; k < vecs; k++) {
+        ma[k] = dw_lanes_below(wi - 2 * (k0 + k) * CF_VL);
+        mb[k] = dw_lanes_below(wi - (2 * (k0 + k) + 1) * CF_VL);
+    }
+    const unsigned last = end ? dw_lanes_below(wo - (k0 + vecs - 1) * CF_VL) : ~0u;
+    x += 2 * k0 * CF_VL;
+    y += k0 * CF_VL;
+    z = z ? z + k0 * CF_VL : NULL;
+    /* Row 2 oy - 1, split, and the column before the strip: zeros (padding) for oy = 0. */
+    cf_vf e0[DW_WIN_VECS], o0[DW_WIN_VECS], left0 = cf_vzero();
     for (int k = 0; k < vecs; k++)
         e0[k] = o0[k] = cf_vzero();
     for (int64_t oy = 0; oy < ho; oy++) {
-        const float *r1 = x + 2 * oy * wi; /* inside: 2 oy <= hi - 1 for every output row */
-        const float *r2 = 2 * oy + 1 < hi ? r1 + wi : NULL;
-        cf_vf p0 = cf_vzero(), p1 = cf_vzero(), p2 = cf_vzero(); /* odd lanes of vector k-1 */
+        const float *q1 = x + 2 * oy * wi; /* 2 oy <= hi - 1 for every output row */
+        const float *q2 = 2 * oy + 1 < hi ? q1 + wi : NULL;
+        cf_vf p0 = left0;
+        cf_vf p1 = begin ? cf_vzero() : cf_vbcast(q1[-1]);
+        cf_vf p2 = begin || !q2 ? cf_vzero() : cf_vbcast(q2[-1]);
+        left0 = p2;
         for (int k = 0; k < vecs; k++) {
             cf_vf e1, o1, e2, o2;
-            dw_s2_split(r1, k, sw, &e1, &o1);
-            dw_s2_split(r2, k, sw, &e2, &o2);
-            cf_vf acc = cf_vadd(dw_s2_win_taps(e1, o1, p1, w, 3, bias),
-                                cf_vadd(dw_s2_win_taps(e0[k], o0[k], p0, w, 0, cf_vzero()),
-                                        dw_s2_win_taps(e2, o2, p2, w, 6, cf_vzero())));
+            dw_s2_split(q1, k, ma[k], mb[k], &e1, &o1);
+            dw_s2_split(q2, k, ma[k], mb[k], &e2, &o2);
+            cf_vf acc = cf_vadd(dw_s2_taps(e1, o1, p1, w, 3, w[9]),
+                                cf_vadd(dw_s2_taps(e0[k], o0[k], p0, w, 0, cf_vzero()),
+                                        dw_s2_taps(e2, o2, p2, w, 6, cf_vzero())));
             p0 = o0[k];
             p1 = o1;
             p2 = o2;
             e0[k] = e2;
             o0[k] = o2;
-            const int64_t at = oy * wo + k * CF_VL;
-            const unsigned lanes = k + 1 < vecs ? dw_lanes_below(CF_VL) : sw->last;
+            float *q = y + oy * wo + k * CF_VL;
+            const bool whole = !end || k + 1 < vecs;
             if (z)
-                acc = cf_vadd(acc, cf_vload_mask(z + at, lanes));
-            cf_vstore_mask(y + at, cf_vactivate(acc, act, j->p->alpha, j->p->beta), lanes);
+                acc = cf_vadd(acc, whole ? cf_vload(z + oy * wo + k * CF_VL)
+                                         : cf_vload_mask(z + oy * wo + k * CF_VL, last));
+            acc = cf_vactivate(acc, act, j->p->alpha, j->p->beta);
+            if (whole)
+                cf_vstore(q, acc);
+            else
+                cf_vstore_mask(q, acc, last);
         }
     }
 }
 
-/* `count` planes from `first` with dw_3x3s2_window, `vecs` (a constant) vectors a row. */
-DW_INLINE void dw_3x3s2_window_planes(const cf_dw_job *j, size_t first, size_t count,
-                                      int vecs, convfind_activation act)
+/* `count` planes from `first`, each in strips of output vectors. */
+DW_INLINE void dw_3x3s2_window(const cf_dw_job *j, size_t first, size_t count,
+                               convfind_activation act)
 {
     const cf_problem *p = j->p;
-    dw_s2_window sw;
-    dw_3x3s2_window_of(j, vecs, &sw);
+    const int64_t vecs_row = (j->s.out[2] + CF_VL - 1) / CF_VL;
+    const int strips = dw_strips(vecs_row);
     int64_t m = (int64_t)(first % (size_t)p->m);
     for (size_t plane = first; plane < first + count; plane++) {
+        const float *x = j->x + plane * (size_t)p->in_sp;
+        float *y = j->y + plane * (size_t)p->out_sp;
+        const float *z = j->z ? j->z + plane * (size_t)p->out_sp : NULL;
         cf_vf w[10];
         dw_3x3_weights(j, m, w, &w[9]);
         m = m + 1 == p->m ? 0 : m + 1;
-        dw_3x3s2_window(j, j->x + plane * (size_t)p->in_sp, j->y + plane * (size_t)p->out_sp,
-                        j->z ? j->z + plane * (size_t)p->out_sp : NULL, w, w[9], vecs, &sw,
-                        act);
+        for (int s = 0; s < strips; s++) {
+            const int64_t k0 = dw_strip_start(vecs_row, strips, s);
+            const int vecs = (int)(dw_strip_start(vecs_row, strips, s + 1) - k0);
+            const bool begin = s == 0, end = s + 1 == strips;
+#define DW_S2_STRIP(v)                                                                     \
+    (strips == 1 ? dw_s2_strip(j, x, y, z, 0, v, true, true, w, act)                         \
+                 : dw_s2_strip(j, x, y, z, k0, v, begin, end, w, act))
+            switch (vecs) {
+#if DW_WIN_VECS >= 4
+            case 4:
+                DW_S2_STRIP(4);
+                break;
+            case 3:
+                DW_S2_STRIP(3);
+                break;
+#endif
+            case 2:
+                DW_S2_STRIP(2);
+                break;
+            default:
+                DW_S2_STRIP(1);
+            }
+#undef DW_S2_STRIP
+        }
     }
 }
 
-/* The stride-2 window with the activation and the row's vectors constants in each
- * instance, in a function of its own as dw_3x3s1_window_any. */
+/* dw_3x3s2_window with the activation a constant in each instance, in a function of
+ * its own as dw_3x3s1_window_any. */
 static __attribute__((noinline)) void dw_3x3s2_window_any(const cf_dw_job *j, size_t first,
                                                           size_t count,
                                                           convfind_activation act)
 {
-    const int vecs = (int)((j->s.out[2] + CF_VL - 1) / CF_VL);
-#if DW_WIN_VECS >= 4
-#define DW_S2_WIN(a)                                                                       \
-    (vecs == 4   ? dw_3x3s2_window_planes(j, first, count, 4, a)                           \
-     : vecs == 3 ? dw_3x3s2_window_planes(j, first, count, 3, a)                           \
-     : vecs == 2 ? dw_3x3s2_window_planes(j, first, count, 2, a)                           \
-                 : dw_3x3s2_window_planes(j, first, count, 1, a))
-#else
-#define DW_S2_WIN(a)                                                                       \
-    (vecs == 2 ? dw_3x3s2_window_planes(j, first, count, 2, a)                             \
-               : dw_3x3s2_window_planes(j, first, count, 1, a))
-#endif
+#define DW_S2_WIN(a) dw_3x3s2_window(j, first, count, a)
     switch (act) {
         CF_VACT_CASES(DW_S2_WIN, return)
     default:
@@ -1234,37 +1065,23 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
                                  convfind_activation act)
 {
     const cf_problem *p = j->p;
-    if (j->s.stride[2] == 1 && j->s.in[2] <= DW_WIN_VECS * CF_VL) {
+    if (j->s.stride[2] == 1) {
         dw_3x3s1_window_any(j, first, count, act);
         return;
     }
-    if (j->s.stride[2] == 2 && 2 * j->s.out[2] + 1 <= CF_VL) {
-        dw_s2_pairs pp;
-        dw_3x3s2_pairs_of(j, &pp);
-        int64_t m = (int64_t)(first % (size_t)p->m);
-        const unsigned lanes[2] = {pp.lo, pp.hi};
-        for (size_t plane = first; plane < first + count; plane += 2) {
-            const bool pair = plane + 1 < first + count;
-            cf_vf w[10];
-            m = dw_3x3_group_weights(j, m, 2, lanes, w);
-            dw_3x3s2_pair_planes(j, plane, pair, w, &pp, act);
-        }
-        return;
-    }
-    if (j->s.stride[2] == 2 && j->s.out[2] <= DW_WIN_VECS * CF_VL) {
+    if (2 * j->s.out[2] + 1 > CF_VL) {
         dw_3x3s2_window_any(j, first, count, act);
         return;
     }
-    for (size_t plane = first; plane < first + count; plane++) {
-        const float *x = j->x + plane * (size_t)p->in_sp;
-        float *y = j->y + plane * (size_t)p->out_sp;
-        const float *z = j->z ? j->z + plane * (size_t)p->out_sp : NULL;
-        cf_vf w[9], bias;
-        dw_3x3_weights(j, (int64_t)plane % p->m, w, &bias);
-        if (j->s.stride[2] == 1)
-            dw_3x3s1_plane(j, x, y, z, w, bias, act);
-        else
-            dw_3x3s2_plane(j, x, y, z, w, bias, act);
+    dw_s2_pairs pp;
+    dw_3x3s2_pairs_of(j, &pp);
+    int64_t m = (int64_t)(first % (size_t)p->m);
+    const unsigned lanes[2] = {pp.lo, pp.hi};
+    for (size_t plane = first; plane < first + count; plane += 2) {
+        const bool pair = plane + 1 < first + count;
+        cf_vf w[10];
+        m = dw_3x3_group_weights(j, m, 2, lanes, w);
+        dw_3x3s2_pair_planes(j, plane, pair, w, &pp, act);
     }
 }
 

@@ -277,14 +277,15 @@ static void gen_depthwise_3x3(rng *r, tconv *t)
         t->pb[a] = 1;
         t->pe[a] = stride == 1 ? 1 : rnd_in(r, 0, 1);
         /* Sides of up to 16 as often as longer ones: the kernel changes strategy there
-         * (stride 1: rows of several planes per vector up to a vector's width, 8 or 16,
-         * phase tables up to 16 vectors a plane; stride 2: two output rows per vector up
-         * to 7 outputs), and narrow planes need tall ones to reach the rows between
-         * their first and last.  Stride 1 takes sides of 1 too (8 planes a vector). */
+         * (stride 1: several planes per vector up to a vector's width, 8 or 16; stride 2:
+         * two planes per vector up to 7 outputs), and narrow planes need tall ones to
+         * reach the rows between their first and last.  Stride 1 takes sides of 1 too
+         * (8 planes a vector).  Rows reach 140 so that stride 2 at 16 lanes, too, runs
+         * rows wider than one strip of 4 vectors. */
         int64_t pick = rnd(r) % 3;
         t->in[a] = pick == 0   ? rnd_in(r, stride == 1 ? 1 : 2, 8)
                    : pick == 1 ? rnd_in(r, 9, 16)
-                               : rnd_in(r, 2, 70);
+                               : rnd_in(r, 2, a == 1 ? 140 : 70);
         area *= t->in[a];
     }
     t->c = t->g = t->m = rnd_in(r, 1, area > 1000 ? 6 : 40);
