@@ -613,6 +613,23 @@ static inline int64_t dw_strip_start(int64_t vecs, int strips, int s)
     return vecs * s / strips;
 }
 
+/* CALL(v) with v the strip width `vecs` as a constant, for the kernels' instances. */
+#if DW_WIN_VECS >= 4
+#define DW_STRIP_WIDTHS(vecs, CALL)                                                        \
+    switch (vecs) {                                                                        \
+    case 4: CALL(4); break;                                                                \
+    case 3: CALL(3); break;                                                                \
+    case 2: CALL(2); break;                                                                \
+    default: CALL(1);                                                                      \
+    }
+#else
+#define DW_STRIP_WIDTHS(vecs, CALL)                                                        \
+    switch (vecs) {                                                                        \
+    case 2: CALL(2); break;                                                                \
+    default: CALL(1);                                                                      \
+    }
+#endif
+
 /* ---- stride 1 ---- */
 
 /* Stride 1 (pads 1, so Y's planes are X's).  Rows of at most a vector (7x7 and 14x14
@@ -763,21 +780,7 @@ DW_INLINE void dw_3x3s1_window(const cf_dw_job *j, size_t first, size_t count, i
 #define DW_S1_STRIP(v)                                                                     \
     (strips == 1 ? dw_s1_strip(j, x, y, z, 0, v, true, true, 1, pw, lanes, w, act)           \
                  : dw_s1_strip(j, x, y, z, k0, v, begin, end, 1, pw, lanes, w, act))
-            switch (vecs) {
-#if DW_WIN_VECS >= 4
-            case 4:
-                DW_S1_STRIP(4);
-                break;
-            case 3:
-                DW_S1_STRIP(3);
-                break;
-#endif
-            case 2:
-                DW_S1_STRIP(2);
-                break;
-            default:
-                DW_S1_STRIP(1);
-            }
+            DW_STRIP_WIDTHS(vecs, DW_S1_STRIP)
 #undef DW_S1_STRIP
         }
     }
@@ -911,21 +914,7 @@ DW_INLINE void dw_3x3s2_window(const cf_dw_job *j, size_t first, size_t count,
 #define DW_S2_STRIP(v)                                                                     \
     (strips == 1 ? dw_s2_strip(j, x, y, z, 0, v, true, true, w, act)                         \
                  : dw_s2_strip(j, x, y, z, k0, v, begin, end, w, act))
-            switch (vecs) {
-#if DW_WIN_VECS >= 4
-            case 4:
-                DW_S2_STRIP(4);
-                break;
-            case 3:
-                DW_S2_STRIP(3);
-                break;
-#endif
-            case 2:
-                DW_S2_STRIP(2);
-                break;
-            default:
-                DW_S2_STRIP(1);
-            }
+            DW_STRIP_WIDTHS(vecs, DW_S2_STRIP)
 #undef DW_S2_STRIP
         }
     }
