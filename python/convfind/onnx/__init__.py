@@ -54,6 +54,20 @@ class Problem:
     math: str = "strict"
     weights: str = "const"           # "const" (an initializer) or "var"
 
+    def attributes(self):
+        """Keyword arguments of Context.plan(), .key() and .find() for this problem (with
+        x and w given as the shapes self.x and self.w)."""
+        kwargs = dict(op=self.op, group=self.group, auto_pad=self.auto_pad,
+                      layout=self.layout, math=self.math, dtype=self.dtype,
+                      b=True if self.bias else None, z=True if self.residual else None)
+        for key in ("pads", "strides", "dilations", "kernel_shape", "output_padding",
+                    "output_shape"):
+            if getattr(self, key) is not None:
+                kwargs[key] = getattr(self, key)
+        if self.act != "none":
+            kwargs.update(activation=self.act, alpha=self.alpha, beta=self.beta)
+        return kwargs
+
     def same_problem(self, other):
         """Equal in everything but name and count."""
         strip = dict(name="", count=1)
