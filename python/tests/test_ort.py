@@ -1,0 +1,103 @@
+"""convfind.onnxruntime: rewritten models against plain ONNX Runtime.
+
+Tolerance: |y - y_ort| <= 1e-3 * max|y_ort| + 1e-3 * |y_ort| elementwise; both compute
+in float32 with different summation orders, through up to 53 layers."""
+
+import numpy as np
+import onnx
+import onnxruntime as ort
+import pytest
+from onnx import TensorProto, helper, numpy_helper
+from onnxruntime_extensions import PyCustomOpDef, onnx_op
+
+import convfind
+import convfind.onnxruntime as cfort
+import models
+
+
+def plain(model, x):
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = 1
+    sess = ort.InferenceSession(model.SerializeToString(), so, providers=["CPUExecutionProvider"])
+    return sess.run(None, {"input": x})[0]
+
+
+def close(y, ref):
+    np.testing.assert_allclose(y, ref, rtol=1e-3, atol=1e-3 * float(np.abs(ref).max()))
+
+
+@pytest.fixture(scope="module")
+def ctx():
+    return convfind.Context(threads=2, policy="heuristic", db=":memory:")
+
+
+@pytest.mark.parametrize("name,shapes", [
+    ("resnet50", [(1, 3, 224, 224)]),
+    ("mobilenet_v2", [(2, 3, 224, 224)]),
+    ("unet_small", [(1, 3, 64, 48), (2, 3, 32, 32)]),
+])
+def test_rewritten_models_match_onnx_runtime(name, shapes, ctx):
+    model = models.MODELS[name]()
+    session = cfort.InferenceSession(model, context=ctx)
+    ops = [n.op_type for n in session.model.graph.node]
+    assert not {"Conv", "ConvTranspose"} & set(ops)
+    assert ops.count("ConvfindConvBound") + ops.count("ConvfindConvBoundZ") == \
+        {"resnet50": 53, "mobilenet_v2": 52, "unet_small": 13}[name]
+    rng = np.random.default_rng(11)
+    for shape in shapes:
+        x = rng.standard_normal(shape).astype(np.float32)
+        close(session.run(None, {"input": x})[0], plain(model, x))
+
+
+def test_portable_rewrite_runs_in_any_session(ctx):
+    model = models.unet_small()
+    rewritten = cfort.rewrite(model)
+    ops = {n.op_type for n in rewritten.graph.node}
+    assert "ConvfindConvB" in ops and "Conv" not in ops
+    onnx.checker.check_model(rewritten)
+    cfort.set_context(ctx)
+    try:
+        sess = ort.InferenceSession(rewritten.SerializeToString(), cfort.session_options(),
+                                    providers=["CPUExecutionProvider"])
+        x = np.random.default_rng(2).standard_normal((1, 3, 16, 20)).astype(np.float32)
+        close(sess.run(None, {"input": x})[0], plain(model, x))
+    finally:
+        cfort.set_context(None)
+
+
+def test_sessions_share_the_default_context():
+    model = models.unet_small()
+    assert cfort.InferenceSession(model).context is cfort.InferenceSession(model).context \
+        is convfind.default_context()
+
+
+def test_other_element_types_stay_onnx_runtime_nodes():
+    w = numpy_helper.from_array(np.ones((2, 3, 1, 1), np.float16), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["input", "w"], ["y"])], "f16",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT16, [1, 3, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT16, [1, 2, 4, 4])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", models.OPSET)])
+    assert [n.op_type for n in cfort.rewrite(model).graph.node] == ["Conv"]
+
+
+def test_other_python_custom_operators_keep_working(ctx):
+    @onnx_op(op_type="CfTestTwice", inputs=[PyCustomOpDef.dt_float],
+             outputs=[PyCustomOpDef.dt_float])
+    def twice(x):
+        return x * 2
+
+    model = models.unet_small()
+    rewritten = cfort.rewrite(model)
+    last = rewritten.graph.output[0].name
+    rewritten.graph.node.append(helper.make_node("CfTestTwice", [last], ["twice"],
+                                                 domain=cfort.DOMAIN))
+    rewritten.graph.output[0].name = "twice"
+    cfort.set_context(ctx)
+    try:
+        sess = ort.InferenceSession(rewritten.SerializeToString(), cfort.session_options(),
+                                    providers=["CPUExecutionProvider"])
+        x = np.random.default_rng(4).standard_normal((1, 3, 8, 8)).astype(np.float32)
+        close(sess.run(None, {"input": x})[0], 2 * plain(model, x))
+    finally:
+        cfort.set_context(None)
