@@ -140,7 +140,7 @@ static int child(const char *mode, const char *db, const char *csv, int threads,
         fprintf(stderr, "bench_firstpass %s: %s\n", mode, convfind_last_error());
         return 1;
     }
-    double steady_ms = bench_median_ms(steady_pass, &nt, 5, 1.0);
+    double steady_ms = bench_median_ms(steady_pass, &nt, 3, 5, 1.0);
     convfind_context_stats st;
     convfind_context_stats_get(ctx, &st);
     double ratio = first / (steady_ms / 1000.0);

@@ -1,5 +1,5 @@
 /*
- * bench_timing.c - the median-of-repeats timer every contender in bench_cpu goes through.
+ * bench_timing.c - the median-of-repeats timer every benchmark worker goes through.
  */
 #include "bench_timing.h"
 
@@ -21,10 +21,11 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-double bench_median_ms(int (*fn)(void *arg), void *arg, int min_reps, double min_seconds)
+double bench_median_ms(int (*fn)(void *arg), void *arg, int warmups, int min_reps,
+                       double min_seconds)
 {
     static _Thread_local double times[MAX_REPS];
-    for (int i = 0; i < 3; i++)
+    for (int i = 0; i < warmups; i++)
         if (fn(arg) != 0)
             return -1.0;
     int reps = 0;

@@ -1,33 +1,48 @@
 #!/bin/sh
-# bench/cpu.sh CSV [BUILD_DIR] - convfind vs oneDNN vs ONNX Runtime on one problem set,
-# layer by layer, in one run, at the same thread count (CONVFIND_BENCH_THREADS, default 2).
-# BUILD_DIR (default: build) must contain bench/bench_cpu, built when libdnnl-dev is found.
-# CONVFIND_BENCH_EXCLUDE=algo1,algo2 leaves those convfind algorithms out of the timing.
-# The last line of the output is exactly:
-#   <suite> total_ms convfind=<x> onednn=<y> onnxruntime=<z>
+# bench/cpu.sh [OPTIONS] SUITE... | all - convfind against oneDNN 2.x, oneDNN 3.x and
+# ONNX Runtime on benchmark suites, contenders interleaved layer by layer in one run
+# (bench/cpu_driver.py; docs/benchmarks.md says how each contender is run).
+#
+# SUITE is a suite file (data/suites/resnet50_n1.csv, data/resnet50_convs.csv) or the
+# name of one in data/suites (resnet50_n1); `all` is every suite in data/suites.  With
+# more than one suite (or thread count, or ISA level) a summary table closes the output.
+# OPTIONS go to cpu_driver.py; the main ones:
+#   --build DIR         build directory with bench/bench_worker_* (default: build)
+#   --threads 2,1       thread counts (default 2)
+#   --isa native,avx2   avx2: CONVFIND_ISA=avx2 with ONEDNN_MAX_CPU_ISA=AVX2
+#   --rounds R          interleaved rounds (default 5); --min-ms, --min-reps per request
+#   --contenders L      subset of convfind,onednn2,onednn3,onnxruntime
+#   --regret            re-time every convfind algorithm per layer: Find's regret
+# Full suites take long and disturb everything else on the machine.
 set -eu
-if [ $# -lt 1 ]; then
-    echo "usage: bench/cpu.sh CSV [BUILD_DIR]" >&2
+here=$(cd "$(dirname "$0")" && pwd)
+suites_dir="$here/../data/suites"
+opts=""
+files=""
+expect_value=0
+for a in "$@"; do
+    if [ "$expect_value" = 1 ]; then
+        opts="$opts $a"
+        expect_value=0
+        continue
+    fi
+    case "$a" in
+    --regret) opts="$opts $a" ;;
+    --*=*) opts="$opts $a" ;;
+    --*) opts="$opts $a"; expect_value=1 ;;
+    all) files="$files $(ls "$suites_dir"/*.csv | tr '\n' ' ')" ;;
+    *.csv) files="$files $a" ;;
+    *)
+        if [ ! -f "$suites_dir/$a.csv" ]; then
+            echo "bench/cpu.sh: no suite $a (see $suites_dir)" >&2
+            exit 2
+        fi
+        files="$files $suites_dir/$a.csv" ;;
+    esac
+done
+if [ -z "$files" ]; then
+    sed -n '2,17p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
-csv=$1
-build=${2:-build}
-threads=${CONVFIND_BENCH_THREADS:-2}
-here=$(dirname "$0")
-bin="$build/bench/bench_cpu"
-if [ ! -x "$bin" ]; then
-    echo "bench/cpu.sh: $bin not found (configure with libdnnl-dev installed)" >&2
-    exit 1
-fi
-ort_times=$(mktemp)
-onednn_times=$(mktemp)
-trap 'rm -f "$ort_times" "$onednn_times"' EXIT
-# Each contender in its own process, one after the other: ONNX Runtime, oneDNN, then
-# convfind (which prints the table).  oneDNN's OpenMP runtime reads its thread count at
-# start-up, and its workers spin between calls (active wait, its fastest setting): in
-# convfind's process they would take the cores convfind's pool needs.
-python3 "$here/bench_ort.py" "$csv" "$threads" > "$ort_times"
-OMP_NUM_THREADS=$threads OMP_PROC_BIND=false OMP_WAIT_POLICY=${OMP_WAIT_POLICY:-active} \
-    "$bin" "$csv" --threads "$threads" --onednn-only > "$onednn_times"
-"$bin" "$csv" --threads "$threads" --ort "$ort_times" --onednn "$onednn_times" \
-    ${CONVFIND_BENCH_EXCLUDE:+--exclude "$CONVFIND_BENCH_EXCLUDE"}
+# shellcheck disable=SC2086 # word splitting of the collected lists is intended
+exec python3 "$here/cpu_driver.py" $opts $files
