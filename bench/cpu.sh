@@ -7,7 +7,8 @@
 # name of one in data/suites (resnet50_n1); `all` is every suite in data/suites.  With
 # more than one suite (or thread count, or ISA level) a summary table closes the output.
 # OPTIONS go to cpu_driver.py; the main ones:
-#   --build DIR         build directory with bench/bench_worker_* (default: build)
+#   --build DIR         build directory with bench/bench_worker_* (default: build;
+#                       a bare directory argument says the same)
 #   --threads 2,1       thread counts (default 2)
 #   --isa native,avx2   avx2: CONVFIND_ISA=avx2 with ONEDNN_MAX_CPU_ISA=AVX2
 #   --rounds R          interleaved rounds (default 5); --min-ms, --min-reps per request
@@ -24,6 +25,11 @@ for a in "$@"; do
     if [ "$expect_value" = 1 ]; then
         opts="$opts $a"
         expect_value=0
+        continue
+    fi
+    # A directory is the build directory, as the older "bench/cpu.sh CSV BUILD_DIR" said.
+    if [ -d "$a" ]; then
+        opts="$opts --build $a"
         continue
     fi
     case "$a" in

@@ -111,7 +111,8 @@ int main(int argc, char **argv)
 {
     static worker wk = {.warmups = 2, .min_reps = 5, .min_seconds = 0.05};
     contender_options opt = {.threads = 2};
-    for (int i = 1; i + 1 < argc; i += 2) {
+    int bad = argc % 2 == 0;
+    for (int i = 1; !bad && i + 1 < argc; i += 2) {
         if (strcmp(argv[i], "--threads") == 0)
             opt.threads = atoi(argv[i + 1]);
         else if (strcmp(argv[i], "--warmups") == 0)
@@ -123,9 +124,9 @@ int main(int argc, char **argv)
         else if (strcmp(argv[i], "--find-budget") == 0)
             opt.find_budget_s = atof(argv[i + 1]);
         else
-            break;
+            bad = 1;
     }
-    if (argc % 2 == 0 || opt.threads < 1 || wk.warmups < 0 || wk.min_reps < 1) {
+    if (bad || opt.threads < 1 || wk.warmups < 0 || wk.min_reps < 1) {
         fprintf(stderr, "usage: %s --threads T [--warmups W] [--min-reps R] [--min-ms MS] "
                         "[--find-budget S]\n", argv[0]);
         return 2;
