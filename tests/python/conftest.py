@@ -3,9 +3,9 @@ algorithm to force, the conformance data, and a summary printed after the run.
 
 Environment (ctest sets the first two):
   CONVFIND_LIB               path of the shared library (libconvfind.so); required.
-  CONVFIND_CONFORMANCE_DIR   the ONNX conformance data (../shared/conformance); when it
-                             is missing the conformance tests skip with a reason that
-                             contains "CONFORMANCE DATA MISSING".
+  CONVFIND_CONFORMANCE_DIR   the ONNX conformance data (default: tests/conformance in
+                             this repository); when it is missing the conformance tests
+                             fail with a reason that contains "CONFORMANCE DATA MISSING".
   CONVFIND_ALGO              run only this algorithm (convfind_plan_create_with_algorithm)
                              instead of the default plan plus every registered one;
                              problems a forced algorithm reports UNSUPPORTED for are
@@ -81,6 +81,6 @@ def conformance_dir():
     path = os.environ.get("CONVFIND_CONFORMANCE_DIR")
     if not path:
         here = os.path.dirname(os.path.abspath(__file__))
-        path = os.path.join(here, "..", "..", "..", "shared", "conformance")
+        path = os.path.join(here, "..", "conformance")
     path = os.path.abspath(path)
     return path, os.path.isdir(path)
