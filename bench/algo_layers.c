@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/algo.h"
+#include "algo/algo.h"
 
 static double now_ms(void)
 {

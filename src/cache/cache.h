@@ -31,7 +31,7 @@
 #include <stdint.h>
 
 #include "convfind.h"
-#include "find/decision.h"
+#include "decision/decision.h"
 #include "problem/key.h"
 
 typedef enum cf_entry_state {

@@ -10,8 +10,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "find/algos.h"
-#include "find/deferred.h"
+#include "algo/registry.h"
+#include "core/deferred.h"
 #include "util/error.h"
 
 #ifdef CONVFIND_HAVE_CUDA

@@ -20,7 +20,7 @@
 #include "cache/cache.h"
 #include "convfind.h"
 #include "db/db.h"
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "find/find.h"
 #include "problem/key.h"
 #include "problem/problem.h"

@@ -16,8 +16,8 @@
 
 #include "core/fault.h"
 #include "core/scratch.h"
-#include "find/algos.h"
-#include "find/policy.h"
+#include "algo/registry.h"
+#include "core/policy.h"
 #include "util/error.h"
 
 static atomic_int fault_kind;

@@ -5,7 +5,7 @@
  * contribution of every input pixel; col2im then gathers them per output, so each
  * output is written once with its epilogue (gemm/gemm_conv.c).
  */
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/gemm/gemm_conv.h"
 
 const cf_algo cf_algo_cpu_convtranspose_gemm = {

@@ -22,7 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/epilogue.h"
 #include "cpu/gemm/patches.h"
 #include "cpu/gemm/sgemm.h"

@@ -14,7 +14,7 @@
  * channels (pack_weights), or per execution into the workspace without a plan.
  */
 
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/depthwise.h"
 #include "cpu/isa.h"
 #include "cpu/workspace.h"

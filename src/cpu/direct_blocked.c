@@ -28,7 +28,7 @@
 #include <immintrin.h>
 #endif
 
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/direct_blocked.h"
 #include "cpu/geom3.h"
 #include "cpu/isa.h"

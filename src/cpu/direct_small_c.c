@@ -27,7 +27,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/direct_small_c.h"
 #include "cpu/geom3.h"
 #include "cpu/isa.h"

@@ -9,7 +9,7 @@
  * element is used by few rows.  A strided 1x1 gathers its pixels into packed panels
  * instead, never forming a subsampled copy of X.
  */
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/gemm/gemm_conv.h"
 
 static bool gemm_1x1_applicable(const cf_problem *p)

@@ -4,7 +4,7 @@
  * straight into the SGEMM's packed panels one tile of output pixels at a time
  * (gemm/gemm_conv.c), so the workspace is the packed weights plus one bounded tile.
  */
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/gemm/gemm_conv.h"
 
 const cf_algo cf_algo_cpu_im2col_gemm = {

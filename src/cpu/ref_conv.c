@@ -20,7 +20,7 @@
  */
 #include <stdint.h>
 
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/epilogue.h"
 
 /* Element strides of a tensor with `ch` channels and spatial dims `sp`, stored in

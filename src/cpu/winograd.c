@@ -21,7 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/direct_blocked.h"
 #include "cpu/isa.h"
 #include "cpu/winograd.h"

@@ -13,7 +13,7 @@
 #ifndef CONVFIND_CUDA_ALGOS_H
 #define CONVFIND_CUDA_ALGOS_H
 
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cuda/device.h"
 
 #define CF_CUDA_MAX_VARIANTS 192

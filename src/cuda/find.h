@@ -25,7 +25,7 @@
 #define CONVFIND_CUDA_FIND_H
 
 #include "cuda/device.h"
-#include "find/decision.h"
+#include "decision/decision.h"
 #include "find/find.h"
 
 /* The decision without measurement: the candidates above in order, all OK, untimed. */

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "find/decision.h"
+#include "decision/decision.h"
 #include "util/error.h"
 
 #define UID_X 1

@@ -28,8 +28,8 @@
 #include <stdio.h>
 
 #include "convfind.h"
-#include "db/record.h"
-#include "find/decision.h"
+#include "decision/record.h"
+#include "decision/decision.h"
 
 #define CF_DB_SCHEMA_VERSION 1 /* PRAGMA user_version of the files this build writes */
 #define CF_DB_FILE_NAME "finddb.sqlite"

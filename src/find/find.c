@@ -9,7 +9,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "find/algos.h"
+#include "algo/registry.h"
 #include "find/rank.h"
 #include "util/error.h"
 

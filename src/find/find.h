@@ -35,8 +35,8 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "core/algo.h"
-#include "find/decision.h"
+#include "algo/algo.h"
+#include "decision/decision.h"
 
 #define CF_FIND_MIN_REPEATS 5
 #define CF_FIND_MAX_REPEATS 50

@@ -13,7 +13,7 @@
 
 #include <stdbool.h>
 
-#include "find/decision.h"
+#include "decision/decision.h"
 
 /* Sets c->repeats, min_ms, median_ms and spread = (p90 - p10) / median from `n` run times
  * `t_ms` (milliseconds; sorted in place).  n == 0 sets only repeats. */

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "db/record.h"
+#include "decision/record.h"
 
 static void check_decision(const cf_decision *d)
 {

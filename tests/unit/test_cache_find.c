@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "find/algos.h"
+#include "algo/registry.h"
 #include "test_cache_util.h"
 
 static const cf_algo *const with_wrong[] = {&tu_algo_wrong, &tu_algo_plain, &cf_algo_cpu_reference};

@@ -10,7 +10,7 @@
 #include <stddef.h>
 
 #include "convfind.h"
-#include "core/algo.h"
+#include "algo/algo.h"
 
 /* A 2-D f32 NCHW Conv with bias and ReLU: n x c x h x w input, m x c/g x k x k weights,
  * stride 1, pad k/2.  Aborts the test on failure. */

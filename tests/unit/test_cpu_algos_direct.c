@@ -32,7 +32,7 @@
 
 #include <cmocka.h>
 
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/isa.h"
 #include "problem/problem.h"
 #include "util/threadpool.h"

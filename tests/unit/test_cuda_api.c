@@ -13,7 +13,7 @@
 #include <cmocka.h>
 
 #include "convfind.h"
-#include "core/algo.h"
+#include "algo/algo.h"
 
 #ifdef CONVFIND_HAVE_CUDA
 #include "cuda/graph.h"

@@ -11,9 +11,9 @@
 #include <cmocka.h>
 
 #include "../db/db_fixture.h"
-#include "db/json.h"
+#include "decision/json.h"
 #include "problem/key.h"
-#include "db/record.h"
+#include "decision/record.h"
 
 static void json_accepts_valid_documents(void **state)
 {

@@ -18,7 +18,7 @@
 #include <cmocka.h>
 
 #include "core/fault.h"
-#include "find/algos.h"
+#include "algo/registry.h"
 #include "test_cache_util.h"
 
 static const cf_algo *const fake_list[] = {&tu_algo_ws, &tu_algo_plain, &cf_algo_cpu_reference};

@@ -20,7 +20,7 @@
 
 #include <cmocka.h>
 
-#include "find/algos.h"
+#include "algo/registry.h"
 #include "find/find.h"
 #include "test_cache_util.h"
 

@@ -18,7 +18,7 @@
 
 #include <cmocka.h>
 
-#include "core/algo.h"
+#include "algo/algo.h"
 #include "cpu/epilogue.h"
 #include "problem/problem.h"
 #include "util/threadpool.h"

@@ -28,7 +28,7 @@
 #ifndef CONVFIND_CPU_GEMM_CONV_H
 #define CONVFIND_CPU_GEMM_CONV_H
 
-#include "core/algo.h"
+#include "algo/algo.h"
 
 /* Conv (any kernel, stride, dilation, pads, groups, 1-3 spatial dims), f32. */
 bool cf_gemm_conv_applicable(const cf_problem *p);

@@ -5,8 +5,8 @@
 #include <string.h>
 
 #include "core/context.h"
-#include "find/algos.h"
-#include "find/policy.h"
+#include "algo/registry.h"
+#include "core/policy.h"
 #include "util/error.h"
 #include "util/intern.h"
 

@@ -1,10 +1,10 @@
 /*
  * policy.c - cache lookup, the find policies, and publication (see policy.h).
  */
-#include "find/policy.h"
+#include "core/policy.h"
 
 #include "db/db.h"
-#include "find/deferred.h"
+#include "core/deferred.h"
 
 /* How long a plan creation waits for another process that is measuring the same key
  * (the database lease) before it takes the heuristic choice: two Find budgets and a

@@ -1,7 +1,7 @@
 /*
  * decision.c - helpers on the plain-data decision of decision.h.
  */
-#include "find/decision.h"
+#include "decision/decision.h"
 
 #include <stdlib.h>
 #include <string.h>

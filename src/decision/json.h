@@ -7,8 +7,8 @@
  * strict (RFC 8259 grammar, bounded depth, no NUL inside strings) and never reads past
  * the length it is given.  It builds a small tree that the record layer walks.
  */
-#ifndef CONVFIND_DB_JSON_H
-#define CONVFIND_DB_JSON_H
+#ifndef CONVFIND_DECISION_JSON_H
+#define CONVFIND_DECISION_JSON_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -64,4 +64,4 @@ void cf_strbuf_printf(cf_strbuf *b, const char *fmt, ...)
 void cf_strbuf_append_quoted(cf_strbuf *b, const char *text);
 void cf_strbuf_free(cf_strbuf *b);
 
-#endif /* CONVFIND_DB_JSON_H */
+#endif /* CONVFIND_DECISION_JSON_H */

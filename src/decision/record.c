@@ -6,14 +6,14 @@
  * is checked for type and range before it reaches a cf_decision: algorithm names must
  * fit and be printable, times finite and non-negative, counts integral and bounded.
  */
-#include "db/record.h"
+#include "decision/record.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "db/json.h"
+#include "decision/json.h"
 #include "problem/key.h"
 #include "util/error.h"
 

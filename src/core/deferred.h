@@ -9,8 +9,8 @@
  * No call ever waits for the worker.  Destroying stops a Find in progress at its next
  * run and joins the thread.
  */
-#ifndef CONVFIND_FIND_DEFERRED_H
-#define CONVFIND_FIND_DEFERRED_H
+#ifndef CONVFIND_CORE_DEFERRED_H
+#define CONVFIND_CORE_DEFERRED_H
 
 #include "core/context.h"
 
@@ -27,4 +27,4 @@ void cf_deferred_submit(cf_deferred *d, cf_cache_entry *e, const cf_problem *p);
 /* Stops and joins the worker and drops the queue.  NULL allowed. */
 void cf_deferred_destroy(cf_deferred *d);
 
-#endif /* CONVFIND_FIND_DEFERRED_H */
+#endif /* CONVFIND_CORE_DEFERRED_H */

@@ -1,7 +1,7 @@
 /*
  * deferred.c - the DEFERRED policy's worker thread (see deferred.h).
  */
-#include "find/deferred.h"
+#include "core/deferred.h"
 
 #include <stdlib.h>
 

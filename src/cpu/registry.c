@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "core/algo.h"
+#include "algo/algo.h"
 
 extern const cf_algo cf_algo_cpu_direct_blocked;
 extern const cf_algo cf_algo_cpu_depthwise;

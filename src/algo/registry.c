@@ -1,7 +1,7 @@
 /*
  * algos.c - the candidate list: the registry, or a test's substitute (see algos.h).
  */
-#include "find/algos.h"
+#include "algo/registry.h"
 
 #include <stdatomic.h>
 #include <string.h>

@@ -5,10 +5,10 @@
  * their own (fake algorithms that fail, are wrong, or need workspace) through
  * cf_algos_override(); it is compiled into the library but inert until a test calls it.
  */
-#ifndef CONVFIND_FIND_ALGOS_H
-#define CONVFIND_FIND_ALGOS_H
+#ifndef CONVFIND_ALGO_REGISTRY_H
+#define CONVFIND_ALGO_REGISTRY_H
 
-#include "core/algo.h"
+#include "algo/algo.h"
 
 /* The current candidate list (the registry unless overridden).  Thread-safe. */
 const cf_algo *const *cf_algos(int *count);
@@ -27,4 +27,4 @@ convfind_status cf_algo_workspace(const cf_algo *algo, const cf_problem *p, size
  * (0: unlimited); *workspace receives the bytes. */
 bool cf_algo_usable(const cf_algo *algo, const cf_problem *p, size_t limit, size_t *workspace);
 
-#endif /* CONVFIND_FIND_ALGOS_H */
+#endif /* CONVFIND_ALGO_REGISTRY_H */

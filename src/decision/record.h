@@ -6,15 +6,15 @@
  * every byte that comes back from disk or from another machine.  The loader is the
  * libFuzzer target tests/fuzz/fuzz_db_record.c.
  */
-#ifndef CONVFIND_DB_RECORD_H
-#define CONVFIND_DB_RECORD_H
+#ifndef CONVFIND_DECISION_RECORD_H
+#define CONVFIND_DECISION_RECORD_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
 #include "convfind.h"
-#include "find/decision.h"
+#include "decision/decision.h"
 
 #define CF_DB_KEY_MAX 4096       /* longest canonical key text accepted, bytes */
 #define CF_DB_MAX_CANDIDATES 1024
@@ -74,4 +74,4 @@ convfind_status cf_db_record_from_jsonl(const char *line, size_t len, cf_db_reco
  * printable ASCII.  CONVFIND_ERR_IO naming the problem otherwise. */
 convfind_status cf_db_check_key(const char *key);
 
-#endif /* CONVFIND_DB_RECORD_H */
+#endif /* CONVFIND_DECISION_RECORD_H */

@@ -6,7 +6,7 @@
  * look past `len`.  Numbers are checked against the JSON grammar before strtod sees
  * them, because strtod alone accepts "inf", hex and leading '+'.
  */
-#include "db/json.h"
+#include "decision/json.h"
 
 #include <stdarg.h>
 #include <stdint.h>

@@ -17,8 +17,8 @@
  * database's lookup, lease and store on a miss belong in cf_decision_obtain; the
  * background tuner and convfind_find also store what they measure.
  */
-#ifndef CONVFIND_FIND_POLICY_H
-#define CONVFIND_FIND_POLICY_H
+#ifndef CONVFIND_CORE_POLICY_H
+#define CONVFIND_CORE_POLICY_H
 
 #include "core/context.h"
 
@@ -34,4 +34,4 @@ convfind_status cf_decision_obtain(convfind_context *ctx, const cf_problem *p, c
 convfind_status cf_decision_get(convfind_context *ctx, const cf_problem *p, const cf_key *key,
                                 convfind_find_policy policy, cf_cache_entry **out);
 
-#endif /* CONVFIND_FIND_POLICY_H */
+#endif /* CONVFIND_CORE_POLICY_H */
