@@ -20,7 +20,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "algo/algo.h"
+#include "algo/registry.h"
 
 static double now_ms(void)
 {
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "usage: %s CSV ALGO THREADS [REPEATS] [nchw|nhwc] [FILTER]\n", argv[0]);
         return 2;
     }
-    const cf_algo *algo = cf_registry_find(argv[2]);
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), argv[2]);
     int threads = atoi(argv[3]);
     int repeats = argc > 4 ? atoi(argv[4]) : 10;
     convfind_layout layout = argc > 5 && strcmp(argv[5], "nhwc") == 0 ? CONVFIND_LAYOUT_NHWC

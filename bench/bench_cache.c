@@ -23,6 +23,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "algo/registry.h"
 #include "cache/cache.h"
 #include "convfind.h"
 #include "core/context.h"
@@ -67,7 +68,7 @@ static cf_cache *filled_cache(void)
 {
     cf_cache *c = cf_cache_create((size_t)64 << 20, 8);
     cf_fingerprint fp;
-    cf_fingerprint_detect(&fp, 1, 0);
+    cf_host_fingerprint(1, 0, &fp);
     for (int i = 0; i < KEYS; i++) {
         convfind_problem *p = problem_of(i);
         cf_key_make(p, &fp, &keys[i]);

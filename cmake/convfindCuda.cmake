@@ -1,17 +1,21 @@
-# convfindCuda.cmake - the optional CUDA backend (src/cuda/, docs/cuda.md): detection of
-# the CUDA toolkit and cuDNN 9, and the sources, flags and libraries it adds.
+# convfindCuda.cmake - the optional CUDA backend module (src/cuda/, docs/cuda.md):
+# detection of the CUDA toolkit and cuDNN 9, and the module libconvfind_cuda.so.
 #
-# CONVFIND_CUDA=OFF builds a CPU-only library; ON requires the toolkit, nvcc and cuDNN;
-# AUTO (default) enables the backend when all three are found.  Where the backend is
-# built but the machine has no GPU, a CUDA context reports CONVFIND_ERR_UNSUPPORTED with
-# the reason and the GPU tests skip, so CI without a GPU still compiles and links it.
-# cuDNN is looked up under CUDNN_ROOT (CMake or environment variable) first, so a
-# build can use the cuDNN that another program (PyTorch's wheel) ships.
+# CONVFIND_CUDA=OFF builds no module; ON requires the toolkit, nvcc and cuDNN; AUTO
+# (default) builds it when all three are found.  The core library, libconvfind.a and the
+# convfind tool never link CUDA, cudart or cuDNN: the module does, and the core loads it
+# at run time (src/algo/module.c).  Where the module is built but the machine has no
+# GPU (or no driver, or the module cannot load), a CUDA context reports
+# CONVFIND_ERR_UNAVAILABLE with the reason and the GPU tests skip, so CI without a GPU
+# still compiles and links it.  cuDNN is looked up under CUDNN_ROOT (CMake or
+# environment variable) first, so a build can use the cuDNN that another program
+# (PyTorch's wheel) ships.
 #
 # Two entry points, because the library targets are created in between:
 #   convfind_cuda_detect()  before the sources are listed: sets CONVFIND_HAVE_CUDA
-#   convfind_cuda_attach()  after the library targets exist: adds sources and libraries
-set(CONVFIND_CUDA AUTO CACHE STRING "CUDA backend: ON, OFF or AUTO")
+#   convfind_cuda_attach()  after the library targets exist: the module target
+#                           convfind_cuda and the kernels' object library
+set(CONVFIND_CUDA AUTO CACHE STRING "CUDA backend module: ON, OFF or AUTO")
 set_property(CACHE CONVFIND_CUDA PROPERTY STRINGS ON OFF AUTO)
 
 macro(convfind_cuda_detect)
@@ -48,24 +52,23 @@ macro(convfind_cuda_detect)
     endif()
   endif()
   if(CONVFIND_HAVE_CUDA)
-    # Consumers of the static library link cuDNN and the static CUDA runtime too:
-    # convfindConfig.cmake finds CUDAToolkit again; convfind.pc names them.
-    list(APPEND CONVFIND_DEPENDENCY_PACKAGES CUDAToolkit)
-    get_filename_component(_cf_cudnn_dir "${CUDNN_LIBRARY}" DIRECTORY)
-    set(CONVFIND_PC_LIBS_PRIVATE_CUDA "-L${_cf_cudnn_dir} -lcudnn -L${CUDAToolkit_LIBRARY_DIR} -lcudart_static -ldl -lrt -lstdc++")
     if(NOT CMAKE_CUDA_ARCHITECTURES)
       set(CMAKE_CUDA_ARCHITECTURES 90)
     endif()
     enable_language(CUDA)
-    message(STATUS "CUDA backend: on (cuDNN ${CUDNN_LIBRARY}, headers ${CUDNN_INCLUDE_DIR}, "
-                   "arch ${CMAKE_CUDA_ARCHITECTURES})")
+    message(STATUS "CUDA backend module: on (cuDNN ${CUDNN_LIBRARY}, headers "
+                   "${CUDNN_INCLUDE_DIR}, arch ${CMAKE_CUDA_ARCHITECTURES})")
   else()
-    message(STATUS "CUDA backend: off (CONVFIND_CUDA=${CONVFIND_CUDA}${_cf_missing})")
+    message(STATUS "CUDA backend module: off (CONVFIND_CUDA=${CONVFIND_CUDA}${_cf_missing})")
   endif()
 endmacro()
 
-# The backend's C files join convfind_objects; its kernels (.cu) are compiled by nvcc in
-# an object library of their own, because the C warning flags are not nvcc's.
+# The module: the backend's C files, the pure helpers it shares with the core
+# (src/algo/algo.c), and its kernels (.cu), which nvcc compiles in an object library of
+# their own because the C warning flags are not nvcc's; the GPU benchmarks link those
+# kernels too (their test-data fill).  It exports one symbol, the entry
+# (src/algo/backend.h; src/cuda/module.map keeps every other symbol local), and
+# --no-undefined proves it needs nothing from the core but what the entry is given.
 function(convfind_cuda_attach)
   if(NOT CONVFIND_HAVE_CUDA)
     return()
@@ -76,26 +79,33 @@ function(convfind_cuda_attach)
   # The directory's options (sanitizers, fuzzing) are gcc/clang flags nvcc rejects; the
   # kernels' host code stays uninstrumented, which sanitized builds allow.
   set_property(TARGET convfind_cuda_kernels PROPERTY COMPILE_OPTIONS "")
-  target_include_directories(convfind_cuda_kernels PRIVATE ${PROJECT_SOURCE_DIR}/src
+  target_include_directories(convfind_cuda_kernels PUBLIC ${PROJECT_SOURCE_DIR}/src
                              ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include)
   set(_werror)
   if(CONVFIND_WERROR)
     set(_werror -Werror=all-warnings -Xcompiler=-Werror)
   endif()
   target_compile_options(convfind_cuda_kernels PRIVATE -Xcompiler=-Wall,-Wextra ${_werror})
-  target_sources(convfind_objects PRIVATE
-    src/cuda/device.c src/cuda/graph.c src/cuda/algos.c src/cuda/find.c)
-  target_include_directories(convfind_objects PRIVATE ${CUDNN_INCLUDE_DIR}
-                             ${CUDAToolkit_INCLUDE_DIRS})
-  target_compile_definitions(convfind_objects PRIVATE CONVFIND_HAVE_CUDA=1)
-  foreach(t convfind convfind_static convfind_internal)
-    target_sources(${t} PRIVATE $<TARGET_OBJECTS:convfind_cuda_kernels>)
-  endforeach()
-  target_link_libraries(convfind PRIVATE ${CUDNN_LIBRARY} CUDA::cudart_static)
-  # nvcc's host code needs the C++ runtime, which a static archive cannot carry.
-  target_link_libraries(convfind_static PRIVATE ${CUDNN_LIBRARY} CUDA::cudart_static stdc++)
-  target_link_libraries(convfind_internal PUBLIC ${CUDNN_LIBRARY} CUDA::cudart_static)
-  target_include_directories(convfind_internal PUBLIC ${CUDNN_INCLUDE_DIR}
-                             ${CUDAToolkit_INCLUDE_DIRS})
-  target_compile_definitions(convfind_internal PUBLIC CONVFIND_HAVE_CUDA=1)
+
+  add_library(convfind_cuda MODULE
+    src/cuda/backend.c src/cuda/host.c src/cuda/device.c src/cuda/graph.c src/cuda/algos.c
+    src/cuda/find.c src/algo/algo.c $<TARGET_OBJECTS:convfind_cuda_kernels>)
+  set_target_properties(convfind_cuda PROPERTIES C_VISIBILITY_PRESET hidden
+                        OUTPUT_NAME convfind_cuda)
+  target_compile_options(convfind_cuda PRIVATE ${CONVFIND_WARNINGS})
+  target_include_directories(convfind_cuda PRIVATE ${PROJECT_SOURCE_DIR}/src
+                             ${PROJECT_SOURCE_DIR}/include ${PROJECT_BINARY_DIR}/include
+                             ${CUDNN_INCLUDE_DIR} ${CUDAToolkit_INCLUDE_DIRS})
+  # nvcc's host code needs the C++ runtime.
+  target_link_libraries(convfind_cuda PRIVATE ${CUDNN_LIBRARY} CUDA::cudart_static stdc++
+                        Threads::Threads m)
+  target_link_options(convfind_cuda PRIVATE
+                      LINKER:--version-script=${PROJECT_SOURCE_DIR}/src/cuda/module.map)
+  set_property(TARGET convfind_cuda APPEND PROPERTY LINK_DEPENDS
+               ${PROJECT_SOURCE_DIR}/src/cuda/module.map)
+  # Sanitizer runtimes are the program's to provide (clang does not link them into a
+  # shared object), so only an uninstrumented module can prove it is self-contained.
+  if(NOT CONVFIND_SANITIZE AND NOT CONVFIND_FUZZ)
+    target_link_options(convfind_cuda PRIVATE LINKER:--no-undefined)
+  endif()
 endfunction()

@@ -65,7 +65,9 @@ typedef enum convfind_status {
     CONVFIND_ERR_OUT_OF_MEMORY,     /* an allocation failed */
     CONVFIND_ERR_NOT_FOUND,         /* a named algorithm, record or key does not exist */
     CONVFIND_ERR_BACKEND,           /* an algorithm or device reported an error */
-    CONVFIND_ERR_IO                 /* a file could not be read or written */
+    CONVFIND_ERR_IO,                /* a file could not be read or written */
+    CONVFIND_ERR_UNAVAILABLE        /* the backend asked for cannot run in this process: no
+                                       CUDA backend module, driver, device or cuDNN */
 } convfind_status;
 
 /* A short, static, English name for a status ("CONVFIND_ERR_INVALID_SHAPE").
@@ -242,9 +244,18 @@ typedef enum convfind_db_env_policy {
 /* Where a context's executions run.  A CUDA context takes device pointers for every
  * tensor (x, w, b, z, y), offers only GPU algorithms (cuDNN engine configurations and a
  * direct kernel that runs every problem) and keys its decisions by device name,
- * compute capability and cuDNN version.  convfind_context_create() reports
- * CONVFIND_ERR_UNSUPPORTED, naming the reason, when the library was built without the
- * CUDA backend or the device cannot be used. */
+ * compute capability and cuDNN version.
+ *
+ * The CUDA backend is a module of its own, libconvfind_cuda.so, which the library loads
+ * (dlopen) the first time a context asks for CONVFIND_DEVICE_CUDA: libconvfind itself
+ * needs no CUDA library to load or to run CPU contexts.  It looks for the module at
+ * $CONVFIND_CUDA_MODULE (a path; when set, the only place tried), then next to the
+ * library (libconvfind.so's directory, or the program's when linked statically), then in
+ * the install libdir, then on the dynamic loader's search path; once per process.
+ * convfind_context_create() reports CONVFIND_ERR_UNAVAILABLE with a one-line message
+ * naming what is missing (the module path tried and the loader's error, "no usable CUDA
+ * device", an old cuDNN) when the CUDA backend cannot run; CPU contexts in the same
+ * process are unaffected. */
 typedef enum convfind_device {
     CONVFIND_DEVICE_CPU = 0,
     CONVFIND_DEVICE_CUDA = 1
@@ -321,8 +332,9 @@ CONVFIND_API convfind_status convfind_plan_create(convfind_context *context,
                                                   convfind_plan **out);
 
 /* Like convfind_plan_create, but forces the algorithm named `algo` (see
- * convfind_algorithm_name).  CONVFIND_ERR_NOT_FOUND if no such algorithm exists,
- * CONVFIND_ERR_UNSUPPORTED if it exists but cannot run this problem. */
+ * convfind_algorithm_name).  CONVFIND_ERR_NOT_FOUND if no backend has such an
+ * algorithm, CONVFIND_ERR_UNSUPPORTED if it exists but cannot run this problem or runs
+ * on another backend than the context's. */
 CONVFIND_API convfind_status convfind_plan_create_with_algorithm(convfind_context *context,
                                                                  const convfind_problem *problem,
                                                                  const char *algo,
@@ -375,15 +387,18 @@ CONVFIND_API convfind_status convfind_execute_on_stream(const convfind_plan *pla
                                                         const convfind_tensors *tensors,
                                                         void *stream);
 
-/* 1 when this build has the CUDA backend and device `index` can be used now, else 0
- * with the reason in `why` (NUL-terminated when size > 0; may be NULL).  Thread-safe. */
+/* 1 when the CUDA backend module loads and device `index` can be used now, else 0 with
+ * the reason in `why` (NUL-terminated when size > 0; may be NULL): the message a CUDA
+ * context on that device would fail with.  Loads the module on first use.  Thread-safe. */
 CONVFIND_API int convfind_cuda_available(int index, char *why, size_t size);
 
 /* ------------------------------------------------------------------------- */
 /* Algorithms                                                                 */
 /* ------------------------------------------------------------------------- */
 
-/* Number of algorithms compiled into this build, on every backend. */
+/* Number of algorithms on every backend this process can use: the CPU's and, where the
+ * CUDA backend module loads (it is loaded by this call), the CUDA backend's.
+ * Thread-safe. */
 CONVFIND_API int convfind_algorithm_count(void);
 
 /* Stable name of algorithm `index` (0 <= index < count), or NULL if out of range. */

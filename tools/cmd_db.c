@@ -23,6 +23,7 @@
 #include <time.h>
 
 #include "cli_common.h"
+#include "algo/registry.h"
 #include "db/db.h"
 
 typedef struct db_options {
@@ -105,12 +106,20 @@ static int run_path(const cli_command *cmd, cf_db *db, const char *arg)
     return CLI_EXIT_OK;
 }
 
+/* A database configuration for this host's environment. */
+static void host_config(cf_db_config *c)
+{
+    cf_fingerprint host;
+    cf_host_fingerprint(1, 0, &host);
+    cf_db_config_init(c, &host);
+}
+
 static int run_list(const cli_command *cmd, cf_db *db, const char *arg)
 {
     (void)cmd;
     (void)arg;
     cf_db_config c;
-    cf_db_config_init(&c);
+    host_config(&c);
     list_ctx l = {&c.env, 0};
     convfind_status st = cf_db_foreach(db, NULL, list_one, &l);
     return st == CONVFIND_OK ? CLI_EXIT_OK : cli_library_error(st);
@@ -119,7 +128,7 @@ static int run_list(const cli_command *cmd, cf_db *db, const char *arg)
 static int run_show(const cli_command *cmd, cf_db *db, const char *key)
 {
     cf_db_config c;
-    cf_db_config_init(&c);
+    host_config(&c);
     list_ctx l = {&c.env, 0};
     convfind_status st = cf_db_foreach(db, key, show_one, &l);
     if (st != CONVFIND_OK)
@@ -138,7 +147,7 @@ static int run_stats(const cli_command *cmd, cf_db *db, const char *arg)
     if (st != CONVFIND_OK)
         return cli_library_error(st);
     cf_db_config c;
-    cf_db_config_init(&c);
+    host_config(&c);
     char env[420];
     cf_db_env_describe(&c.env, env, sizeof env);
     printf("database:        %s\n", cf_db_location(db));
@@ -254,7 +263,7 @@ static int db_main(const cli_command *cmd, int argc, char **argv)
         return CLI_EXIT_USAGE;
 
     cf_db_config c;
-    cf_db_config_init(&c);
+    host_config(&c);
     c.path = o.db;
     c.system_path = o.system_db;
     cf_db *db = NULL;

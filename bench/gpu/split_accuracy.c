@@ -11,16 +11,17 @@
  * f32 one (Winograd and FFT engines are plain f32 too) and split one that a validating
  * Find could choose, and of the first TF32 one, each with its name.
  * A measurement, not a test (tests/gpu/test_cuda_conv checks split results against a
- * bound).  Exits 77 without a GPU.
+ * bound).  Exits 77 without a GPU.  It reads the CUDA backend's candidate lists through
+ * the core's internals, so it links the core statically: run it with
+ * CONVFIND_CUDA_MODULE=<build>/libconvfind_cuda.so unless the module is installed.
  */
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/registry.h"
 #include "core/context.h"
-#include "cuda/algos.h"
-#include "cuda/find.h"
 #include "gpu_util.h"
 #include "layers.h"
 
@@ -35,29 +36,35 @@
 static double error_of(convfind_context *ctx, const convfind_problem *p, gu_data *d,
                        const char *want, const char *avoid, bool worst, char name[64])
 {
-    static char names[CF_CUDA_MAX_VARIANTS][64];
-    const unsigned extra = CF_CUDA_VARIANTS_SPLIT | (worst ? CF_CUDA_VARIANTS_UNLISTED : 0);
-    const int count = cf_cuda_cudnn_variants(p, ctx->cuda, extra, names, CF_CUDA_MAX_VARIANTS);
+    /* The candidates of the CUDA backend's Find (algo/backend.h), cuda.direct last. */
+    enum { CAP = 256 };
+    static const cf_algo *algos[CAP];
+    static cf_candidate_stats listed[CAP];
+    const int cap = cf_backend_max_candidates(ctx->backend);
+    memset(listed, 0, sizeof listed);
+    const unsigned lists = CF_FIND_LIST_INEXACT | (worst ? CF_FIND_LIST_UNVETTED : 0);
+    const int count = ctx->backend->find->enumerate(ctx->device, p, 0, lists, algos, listed,
+                                                    cap < CAP ? cap : CAP);
     double err = -1;
     strcpy(name, "-");
     convfind_tensors t = gu_tensors(d);
     for (int c = 0; c < count && (worst || err < 0); c++) {
-        const char *n = names[c];
-        if ((want && !strstr(n, want)) || (avoid && strstr(n, avoid)))
+        const char *n = listed[c].algo;
+        if (!algos[c]->prepare_named || (want && !strstr(n, want)) || (avoid && strstr(n, avoid)))
             continue;
         void *state;
-        if (cf_algo_prepare(&cf_algo_cuda_cudnn, p, n, &state) != CONVFIND_OK)
+        if (cf_algo_prepare(algos[c], p, n, &state) != CONVFIND_OK)
             continue;
-        cf_exec_args a = {.x = t.x, .w = t.w, .y = t.y, .device = ctx->cuda};
+        cf_exec_args a = {.x = t.x, .w = t.w, .y = t.y, .device = ctx->device};
         gu_poison(d);
-        if (cf_algo_cuda_cudnn.execute(p, state, &a) == CONVFIND_OK) {
+        if (algos[c]->execute(p, state, &a) == CONVFIND_OK) {
             double e = gu_error(d);
             if (e > err && e <= STRICT_TOL) {
                 err = e;
                 memcpy(name, n, 64); /* names are at most 63 characters */
             }
         }
-        cf_algo_cuda_cudnn.release(state);
+        algos[c]->release(state);
     }
     return err;
 }

@@ -2,8 +2,8 @@
  * algo.h - what an algorithm is: the one interface every backend's kernels implement.
  *
  * An algorithm is one file that defines a `const cf_algo` and one line in its backend's
- * registry (src/core/registry.c).  Adding one touches neither the cache, the database
- * nor the public API.  Lifecycle, after XNNPACK and oneDNN:
+ * registry (src/cpu/registry.c, src/cuda/backend.c).  Adding one touches neither the
+ * cache, the database nor the public API.  Lifecycle, after XNNPACK and oneDNN:
  *
  *   applicable(problem)          can this algorithm compute this problem at all?
  *   workspace(problem, &bytes)   scratch memory one execution needs
@@ -14,6 +14,12 @@
  *
  * `state` is owned by one plan and only read by execute, so a plan may execute from many
  * threads at once.  Everything an execution writes lives in args->workspace or args->y.
+ * An algorithm belongs to exactly one backend (algo/backend.h): it is found only through
+ * that backend's list, so a host algorithm never sees device pointers and a device
+ * algorithm never sees host ones.
+ *
+ * The helpers below are pure (no state of their own); the CUDA module compiles this
+ * file's .c into itself.
  */
 #ifndef CONVFIND_ALGO_H
 #define CONVFIND_ALGO_H
@@ -33,21 +39,16 @@ typedef struct cf_exec_args {
     cf_threadpool *pool;       /* may be NULL: run on the calling thread */
     /* Device backends (docs/cuda.md): tensors are device pointers, work is queued. */
     void *stream;              /* CUDA: the cudaStream_t to queue on; NULL: default stream */
-    const void *device;        /* CUDA: the context's device (cuda/device.h); CPU: NULL */
+    const void *device;        /* the context's backend state (cf_backend.open); CPU
+                                  algorithms ignore it */
 } cf_exec_args;
-
-/* Where an algorithm runs.  A context offers only the algorithms of its own backend:
- * CPU algorithms never see device pointers and CUDA algorithms never see host ones. */
-typedef enum cf_backend {
-    CF_BACKEND_CPU = 0,
-    CF_BACKEND_CUDA = 1
-} cf_backend;
 
 typedef struct cf_algo {
     const char *name;   /* stable: stored in decisions and databases, never reused */
     const char *family; /* e.g. "reference", "direct", "gemm", "winograd"; sets error bounds */
     bool (*applicable)(const cf_problem *p);
-    /* Bytes of workspace; CONVFIND_ERR_OVERFLOW when they do not fit in size_t. */
+    /* Bytes of workspace; CONVFIND_ERR_OVERFLOW when they do not fit in size_t.  NULL:
+     * none (a device backend's algorithm manages its device workspace itself). */
     convfind_status (*workspace)(const cf_problem *p, size_t *bytes);
     /* Optional (NULL: state is NULL). */
     convfind_status (*prepare)(const cf_problem *p, void **state);
@@ -60,30 +61,27 @@ typedef struct cf_algo {
     void (*free_packed)(void *packed);
     convfind_status (*execute)(const cf_problem *p, const void *state, const cf_exec_args *a);
 
-    /* --- Backends and parameterised algorithms (docs/cuda.md) --- */
-    cf_backend backend; /* zero: CPU */
     /* Optional, for an algorithm whose concrete forms depend on the problem and the
-     * device (cuDNN engine configurations): writes up to `cap` names of the forms that
-     * may run `p` on `device`, best guess first, and returns how many.  Each name is
-     * "<name>:<parameters>" (shorter than CF_ALGO_NAME_MAX = 64 bytes), is what decisions
-     * store, and resolves back to this algorithm (cf_registry_find). */
-    int (*variants)(const cf_problem *p, const void *device, char (*names)[64], int cap);
-    /* With variants: prepare() for the form `name`; used instead of prepare(). */
+     * device (cuDNN engine configurations): prepare() for the form `name`, used instead
+     * of prepare().  Each form's name is "<name>:<parameters>" (shorter than
+     * CF_ALGO_NAME_MAX bytes), is what decisions store, and resolves back to this
+     * algorithm (cf_algo_matches); its backend's Find lists the forms. */
     convfind_status (*prepare_named)(const cf_problem *p, const char *name, void **state);
 } cf_algo;
 
-/* Every algorithm of this build, the reference last.  Thread-safe, static storage. */
-const cf_algo *const *cf_registry(int *count);
-
-/* The algorithm named `name`, or NULL.  A form "<name>:<parameters>" of an algorithm with
- * variants resolves to that algorithm (which checks the parameters in prepare_named). */
-const cf_algo *cf_registry_find(const char *name);
-
-/* Whether `name` names `algo`: its own name or, with variants, "<its name>:...". */
+/* Whether `name` names `algo`: its own name or, for one with named forms,
+ * "<its name>:...". */
 bool cf_algo_matches(const cf_algo *algo, const char *name);
 
-/* Prepares `algo` for `p` under the full `name` (a variant's parameters included). */
+/* Prepares `algo` for `p` under the full `name` (a form's parameters included). */
 convfind_status cf_algo_prepare(const cf_algo *algo, const cf_problem *p, const char *name,
                                 void **state);
+
+/* Workspace of `algo` for `p` (0 when it declares none), or CONVFIND_ERR_OVERFLOW. */
+convfind_status cf_algo_workspace(const cf_algo *algo, const cf_problem *p, size_t *bytes);
+
+/* True when `algo` runs `p` with a workspace within `limit` (0: unlimited); *workspace
+ * receives the bytes. */
+bool cf_algo_usable(const cf_algo *algo, const cf_problem *p, size_t limit, size_t *workspace);
 
 #endif /* CONVFIND_ALGO_H */

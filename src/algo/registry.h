@@ -1,30 +1,50 @@
 /*
- * algos.h - the candidate list Find, plans and fallbacks draw from.
+ * registry.h - the backends of this process and their algorithm lists.
  *
- * Normally this is the build's registry (core/algo.h).  Tests can substitute a list of
- * their own (fake algorithms that fail, are wrong, or need workspace) through
- * cf_algos_override(); it is compiled into the library but inert until a test calls it.
+ * The host backend (the CPU) is linked in; the CUDA backend is a module, loaded when
+ * something first asks for it (module.h).  Contexts, Find and plans find algorithms
+ * only through their own backend's list, so a name resolves to a host algorithm on a
+ * CPU context and to a device algorithm on a CUDA context, never across.
+ *
+ * Tests can substitute the host backend's list (fake algorithms that fail, are wrong, or
+ * need workspace) through cf_algos_override(); it is compiled into the library but inert
+ * until a test calls it.  It lives here, under Find and plans, because both must see the
+ * substitute.
  */
 #ifndef CONVFIND_ALGO_REGISTRY_H
 #define CONVFIND_ALGO_REGISTRY_H
 
-#include "algo/algo.h"
+#include "algo/backend.h"
 
-/* The current candidate list (the registry unless overridden).  Thread-safe. */
-const cf_algo *const *cf_algos(int *count);
+/* The backend that runs on the host: the CPU.  Static storage. */
+const cf_backend *cf_backend_host(void);
 
-/* The candidate named `name` in the current list, or NULL. */
-const cf_algo *cf_algos_find(const char *name);
+/* The backend of `device`: the host's, or the CUDA module's, loaded now unless it was
+ * (CONVFIND_ERR_UNAVAILABLE naming what is missing when it cannot be).  Thread-safe. */
+convfind_status cf_backend_for(convfind_device device, const cf_backend **out);
 
-/* Test only: replaces the list (NULL restores the registry).  `list` must outlive its
- * use and must end with the reference.  Not to be called while contexts are in use. */
+/* Every backend this process can use, the host's first and then the CUDA module's if it
+ * loads (loading it now).  Writes up to `cap` into out and returns how many. */
+int cf_backends(const cf_backend **out, int cap);
+
+/* The algorithms of `b`, its reference last (for the host backend: a test's substitute
+ * when one is set).  Thread-safe. */
+const cf_algo *const *cf_backend_algos(const cf_backend *b, int *count);
+
+/* The algorithm of `b` named `name`, or NULL.  A form "<name>:<parameters>" of an
+ * algorithm with named forms resolves to that algorithm. */
+const cf_algo *cf_backend_find(const cf_backend *b, const char *name);
+
+/* The most candidates one decision of `b` lists (cf_backend.max_candidates). */
+int cf_backend_max_candidates(const cf_backend *b);
+
+/* The host backend's fingerprint for executions with `threads` threads under workspace
+ * `limit` (0: unlimited): CPU name, the ISA level active now, threads and the limit's
+ * class.  What a CPU context keys decisions by, and the find-db's environment names. */
+convfind_status cf_host_fingerprint(int threads, size_t limit, cf_fingerprint *fp);
+
+/* Test only: replaces the host backend's list (NULL restores it).  `list` must outlive
+ * its use and must end with the reference.  Not to be called while contexts are in use. */
 void cf_algos_override(const cf_algo *const *list, int count);
-
-/* Workspace of `algo` for `p` (0 when it declares none), or CONVFIND_ERR_OVERFLOW. */
-convfind_status cf_algo_workspace(const cf_algo *algo, const cf_problem *p, size_t *bytes);
-
-/* True when `algo` is a CPU algorithm that runs `p` with a workspace within `limit`
- * (0: unlimited); *workspace receives the bytes. */
-bool cf_algo_usable(const cf_algo *algo, const cf_problem *p, size_t limit, size_t *workspace);
 
 #endif /* CONVFIND_ALGO_REGISTRY_H */

@@ -1,11 +1,12 @@
 /*
- * api.c - the public Find entry points: convfind_find and convfind_problem_key.
+ * api.c - the public entry points on decisions and algorithms: convfind_find,
+ * convfind_problem_key and the algorithm list.
  */
 #include <stdio.h>
 #include <string.h>
 
-#include "core/context.h"
 #include "algo/registry.h"
+#include "core/context.h"
 #include "core/policy.h"
 #include "util/error.h"
 #include "util/intern.h"
@@ -32,21 +33,20 @@ static const cf_cache_entry *measured(convfind_context *ctx, const cf_problem *p
     cf_find_config cfg;
     cf_context_find_config(ctx, latest->decision.algo, NULL, &cfg);
     cf_decision d;
-    if ((*st = cf_context_measure(ctx, p, &cfg, &d)) != CONVFIND_OK)
+    if ((*st = cf_decision_measure(ctx, p, &e->key, &cfg, false, &d)) != CONVFIND_OK)
         return NULL;
-    const char *key = e->key.text;
-    cf_db_store(ctx->db, &key, &d, 1);
     cf_cache_replace(ctx->cache, e, &d, CF_SOURCE_MEASURED);
     return cf_cache_latest(e);
 }
 
-static void export_result(const cf_candidate_stats *c, convfind_find_result *r)
+static void export_result(const convfind_context *ctx, const cf_candidate_stats *c,
+                          convfind_find_result *r)
 {
-    const cf_algo *a = cf_algos_find(c->algo);
+    const cf_algo *a = cf_context_algo(ctx, c->algo);
     memset(r, 0, sizeof *r);
-    /* A parameterised algorithm's result names its configuration; the public struct
-     * promises static storage, hence the interned copy. */
-    const char *name = a && a->variants ? cf_intern(c->algo) : NULL;
+    /* A parameterised algorithm's result names its form; the public struct promises
+     * static storage, hence the interned copy. */
+    const char *name = a && a->prepare_named ? cf_intern(c->algo) : NULL;
     r->algorithm = name ? name : a ? a->name : "unknown";
     r->status = (convfind_candidate_status)c->status;
     r->median_ms = c->median_ms;
@@ -77,9 +77,41 @@ convfind_status convfind_find(convfind_context *ctx, const convfind_problem *pro
     if (m) {
         const cf_decision *d = &m->decision;
         for (int i = 0; i < d->n_candidates && i < capacity; i++)
-            export_result(&d->candidates[i], &results[i]);
+            export_result(ctx, &d->candidates[i], &results[i]);
         *count = d->n_candidates;
     }
     cf_cache_release(e);
     return st;
+}
+
+/* Every backend's algorithms, the host's first: the CUDA module's too where it loads. */
+static const cf_algo *algorithm_at(int index, int *count)
+{
+    const cf_backend *b[2];
+    const int nb = cf_backends(b, 2);
+    const cf_algo *found = NULL;
+    int total = 0;
+    for (int i = 0; i < nb; i++) {
+        int n;
+        const cf_algo *const *all = cf_backend_algos(b[i], &n);
+        if (index >= total && index < total + n)
+            found = all[index - total];
+        total += n;
+    }
+    *count = total;
+    return found;
+}
+
+int convfind_algorithm_count(void)
+{
+    int n;
+    algorithm_at(-1, &n);
+    return n;
+}
+
+const char *convfind_algorithm_name(int index)
+{
+    int n;
+    const cf_algo *a = algorithm_at(index, &n);
+    return a ? a->name : NULL;
 }

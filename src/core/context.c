@@ -1,23 +1,20 @@
 /*
  * context.c - contexts: creation, destruction, statistics, and the settings Find and
  * the key read from them (see context.h).
+ *
+ * A context reaches its backend only through the backend's table (algo/backend.h):
+ * which backend runs it is chosen once, from options->device, by cf_backend_for().
  */
 #include "core/context.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "algo/registry.h"
 #include "core/deferred.h"
 #include "util/error.h"
-
-#ifdef CONVFIND_HAVE_CUDA
-#include "cuda/algos.h"
-#include "cuda/find.h"
-#endif
 
 #define DEFAULT_CACHE_BYTES ((size_t)8 << 20)
 #define DEFAULT_FIND_BUDGET_S 1.0
@@ -43,11 +40,16 @@ static int online_cores(void)
 }
 
 /* The find database.  It never fails the context over a file: a bad or unusable file
- * ends in quarantine or memory with a warning (docs/db.md).  It copies the paths. */
+ * ends in quarantine or memory with a warning (docs/db.md).  It copies the paths.  Its
+ * records name the host they were measured on, whatever the context's device. */
 static convfind_status open_db(convfind_context *ctx, const convfind_context_options *o)
 {
+    cf_fingerprint host;
+    convfind_status st = cf_host_fingerprint(1, 0, &host);
+    if (st != CONVFIND_OK)
+        return st;
     cf_db_config c;
-    cf_db_config_init(&c);
+    cf_db_config_init(&c, &host);
     c.path = o->db_path;
     c.system_path = o->system_db_path;
     c.env_policy = o->db_env_policy;
@@ -55,31 +57,28 @@ static convfind_status open_db(convfind_context *ctx, const convfind_context_opt
     return cf_db_open(&c, &ctx->db);
 }
 
-/* The device of a CUDA context (src/cuda/); UNSUPPORTED with the reason without one. */
-static convfind_status open_cuda(convfind_context *ctx, const convfind_context_options *o)
+/* The backend's state for this context: the device of a CUDA context. */
+static convfind_status open_backend(convfind_context *ctx, const convfind_context_options *o)
 {
-#ifdef CONVFIND_HAVE_CUDA
-    return cf_cuda_device_open(o->device_index, &o->device_allocator, o->workspace_limit,
-                               &ctx->cuda);
-#else
-    (void)ctx;
-    (void)o;
-    return cf_fail(CONVFIND_ERR_UNSUPPORTED,
-                   "device = CONVFIND_DEVICE_CUDA: this build has no CUDA backend "
-                   "(configured with CONVFIND_CUDA=OFF or without the CUDA toolkit and cuDNN)");
-#endif
+    const cf_backend_config config = {
+        .threads = ctx->num_threads,
+        .device_index = o->device_index,
+        .allocator = o->device_allocator,
+        .workspace_limit = o->workspace_limit,
+    };
+    return ctx->backend->open(&config, &ctx->device);
 }
 
 int convfind_cuda_available(int index, char *why, size_t size)
 {
-#ifdef CONVFIND_HAVE_CUDA
-    return cf_cuda_usable(index, why, size);
-#else
-    (void)index;
-    if (why && size)
-        snprintf(why, size, "this build has no CUDA backend");
-    return 0;
-#endif
+    cf_clear_error();
+    const cf_backend *b;
+    if (cf_backend_for(CONVFIND_DEVICE_CUDA, &b) != CONVFIND_OK) {
+        if (why && size)
+            snprintf(why, size, "%s", convfind_last_error());
+        return 0;
+    }
+    return b->available(index, why, size);
 }
 
 static convfind_status check_options(const convfind_context_options *o)
@@ -130,19 +129,17 @@ convfind_status convfind_context_create(const convfind_context_options *options,
     ctx->find_workspace_limit =
         cf_workspace_class_bytes(cf_workspace_class(options->workspace_limit));
     ctx->num_threads = options->num_threads ? options->num_threads : online_cores();
-    int n_algos;
-    cf_algos(&n_algos);
-#ifdef CONVFIND_HAVE_CUDA
-    if (options->device == CONVFIND_DEVICE_CUDA) /* a decision lists every configuration */
-        n_algos = CF_CUDA_MAX_VARIANTS + 1;
-#endif
-    if (options->db_path && !(ctx->db_path = strdup(options->db_path)))
+    st = cf_backend_for(options->device, &ctx->backend);
+    if (st == CONVFIND_OK && options->db_path && !(ctx->db_path = strdup(options->db_path)))
         st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot copy db_path");
     ctx->options.db_path = ctx->db_path;
-    if (st == CONVFIND_OK && !(ctx->cache = cf_cache_create(ctx->options.cache_bytes, n_algos)))
+    /* An entry has room for every candidate a decision of this backend lists. */
+    if (st == CONVFIND_OK &&
+        !(ctx->cache = cf_cache_create(ctx->options.cache_bytes,
+                                       cf_backend_max_candidates(ctx->backend))))
         st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate the decision cache");
-    if (st == CONVFIND_OK && options->device == CONVFIND_DEVICE_CUDA)
-        st = open_cuda(ctx, options);
+    if (st == CONVFIND_OK)
+        st = open_backend(ctx, options);
     if (st == CONVFIND_OK)
         st = open_db(ctx, options);
     if (st == CONVFIND_OK)
@@ -166,9 +163,8 @@ void convfind_context_destroy(convfind_context *context)
     cf_db_close(context->db); /* after the tuner, which stores what it measures */
     cf_threadpool_destroy(context->pool);
     cf_cache_destroy(context->cache);
-#ifdef CONVFIND_HAVE_CUDA
-    cf_cuda_device_close(context->cuda);
-#endif
+    if (context->backend && context->backend->close)
+        context->backend->close(context->device);
     free(context->db_path);
     free(context);
 }
@@ -176,12 +172,8 @@ void convfind_context_destroy(convfind_context *context)
 convfind_status cf_context_key(const convfind_context *ctx, const cf_problem *p, cf_key *key)
 {
     cf_fingerprint fp;
-#ifdef CONVFIND_HAVE_CUDA
-    if (ctx->cuda)
-        cf_cuda_fingerprint(ctx->cuda, ctx->options.workspace_limit, &fp);
-    else
-#endif
-        cf_fingerprint_detect(&fp, ctx->num_threads, ctx->options.workspace_limit);
+    ctx->backend->fingerprint(ctx->device, &fp);
+    fp.ws_class = cf_workspace_class(ctx->options.workspace_limit);
     return cf_key_make(p, &fp, key);
 }
 
@@ -197,50 +189,15 @@ void cf_context_find_config(const convfind_context *ctx, const char *incumbent,
     cfg->retune = NULL;
 }
 
-cf_backend cf_context_backend(const convfind_context *ctx)
+const cf_algo *cf_context_algo(const convfind_context *ctx, const char *name)
 {
-    return ctx->cuda ? CF_BACKEND_CUDA : CF_BACKEND_CPU;
-}
-
-extern const cf_algo cf_algo_cpu_reference;
-
-const cf_algo *cf_context_reference(const convfind_context *ctx)
-{
-#ifdef CONVFIND_HAVE_CUDA
-    if (ctx->cuda)
-        return &cf_algo_cuda_direct;
-#endif
-    (void)ctx;
-    return &cf_algo_cpu_reference;
+    return cf_backend_find(ctx->backend, name);
 }
 
 convfind_status cf_context_heuristic(const convfind_context *ctx, const cf_problem *p,
                                      cf_decision *out)
 {
-#ifdef CONVFIND_HAVE_CUDA
-    if (ctx->cuda)
-        return cf_cuda_find_heuristic(ctx->cuda, p, out);
-#endif
-    return cf_find_heuristic(p, ctx->find_workspace_limit, out);
-}
-
-convfind_status cf_context_measure(convfind_context *ctx, const cf_problem *p,
-                                   const cf_find_config *cfg, cf_decision *out)
-{
-    struct timespec t0, t1;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-#ifdef CONVFIND_HAVE_CUDA
-    convfind_status st = ctx->cuda ? cf_cuda_find_measure(ctx->cuda, p, cfg, out)
-                                   : cf_find_measure(p, cfg, out);
-#else
-    convfind_status st = cf_find_measure(p, cfg, out);
-#endif
-    clock_gettime(CLOCK_MONOTONIC, &t1);
-    int64_t ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
-    atomic_fetch_add_explicit(&ctx->finds, 1, memory_order_relaxed);
-    atomic_fetch_add_explicit(&ctx->find_ns, (uint_fast64_t)(ns > 0 ? ns : 0),
-                              memory_order_relaxed);
-    return st;
+    return cf_find_heuristic(ctx->backend, ctx->device, p, ctx->find_workspace_limit, out);
 }
 
 convfind_status convfind_context_stats_get(const convfind_context *ctx,

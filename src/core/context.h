@@ -1,8 +1,9 @@
 /*
  * context.h - the internals of convfind_context, convfind_plan and packed weights.
  *
- * A context holds what every call on it shares: options, the thread pool, the decision
- * cache, the statistics and (DEFERRED policy) the background tuner.
+ * A context holds what every call on it shares: options, its backend and that backend's
+ * state, the thread pool, the decision cache, the find database, the statistics and
+ * (DEFERRED policy) the background tuner.
  *
  * A plan is a private copy of the problem, its key, and a pointer to its prepared state:
  * the decision's cache entry (portable, shared) bound to the algorithm's prepare()
@@ -11,23 +12,22 @@
  * per background decision (DEFERRED): the replaced state is retired, not freed, until
  * the plan is destroyed, so a concurrent execution never sees it vanish.
  */
-#ifndef CONVFIND_CONTEXT_H
-#define CONVFIND_CONTEXT_H
+#ifndef CONVFIND_CORE_CONTEXT_H
+#define CONVFIND_CORE_CONTEXT_H
 
 #include <pthread.h>
 #include <stdatomic.h>
 
+#include "algo/backend.h"
 #include "cache/cache.h"
 #include "convfind.h"
 #include "db/db.h"
-#include "algo/algo.h"
 #include "find/find.h"
 #include "problem/key.h"
 #include "problem/problem.h"
 #include "util/threadpool.h"
 
 typedef struct cf_deferred cf_deferred;
-typedef struct cf_cuda_device cf_cuda_device;
 
 struct convfind_context {
     convfind_context_options options; /* options.db_path points at db_path below */
@@ -38,7 +38,8 @@ struct convfind_context {
     cf_db *db;                        /* the find database (src/db/); never NULL once created */
     cf_deferred *deferred;            /* DEFERRED policy only */
     size_t find_workspace_limit;      /* the workspace class's bound (key.h) */
-    cf_cuda_device *cuda;             /* CUDA contexts only (src/cuda/device.h), else NULL */
+    const cf_backend *backend;        /* where its executions run (algo/backend.h) */
+    cf_backend_state *device;         /* backend->open() output */
     atomic_uint_fast64_t finds, find_ns, fallbacks, deferred_updates;
 };
 
@@ -69,25 +70,19 @@ struct convfind_packed_weights {
     void *data;          /* algo->pack_weights() output */
 };
 
-/* The key of `p` on `ctx` (fingerprint detected now).  Thread-safe. */
+/* The key of `p` on `ctx` (its backend's fingerprint, taken now).  Thread-safe. */
 convfind_status cf_context_key(const convfind_context *ctx, const cf_problem *p, cf_key *key);
 
 /* Find's configuration on `ctx`; `incumbent` and `cancel` may be NULL. */
 void cf_context_find_config(const convfind_context *ctx, const char *incumbent,
                             const atomic_bool *cancel, cf_find_config *cfg);
 
-/* The backend whose algorithms `ctx` offers (CUDA for a CUDA context). */
-cf_backend cf_context_backend(const convfind_context *ctx);
-
-/* The backend's algorithm that runs every problem: the fallback of last resort. */
-const cf_algo *cf_context_reference(const convfind_context *ctx);
+/* The algorithm of the context's backend named `name` (a form's full name resolves to
+ * its algorithm), or NULL. */
+const cf_algo *cf_context_algo(const convfind_context *ctx, const char *name);
 
 /* The heuristic decision on `ctx`'s backend (see cf_find_heuristic). */
 convfind_status cf_context_heuristic(const convfind_context *ctx, const cf_problem *p,
                                      cf_decision *out);
 
-/* Runs Find and accounts for it in the context's statistics. */
-convfind_status cf_context_measure(convfind_context *ctx, const cf_problem *p,
-                                   const cf_find_config *cfg, cf_decision *out);
-
-#endif /* CONVFIND_CONTEXT_H */
+#endif /* CONVFIND_CORE_CONTEXT_H */

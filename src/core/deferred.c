@@ -5,6 +5,7 @@
 
 #include <stdlib.h>
 
+#include "core/policy.h"
 #include "util/error.h"
 
 typedef struct job {
@@ -29,9 +30,9 @@ static void tune(cf_deferred *d, job *j)
     cf_find_config cfg;
     cf_context_find_config(d->ctx, j->entry->decision.algo, &d->cancel, &cfg);
     cf_decision dec;
-    if (cf_context_measure(d->ctx, &j->problem, &cfg, &dec) == CONVFIND_OK) {
-        const char *key = j->entry->key.text;
-        cf_db_store(d->ctx->db, &key, &dec, 1); /* tuned later, remembered for good */
+    /* Tuned later, remembered for good: cf_decision_measure stores it. */
+    if (cf_decision_measure(d->ctx, &j->problem, &j->entry->key, &cfg, false, &dec) ==
+        CONVFIND_OK) {
         cf_cache_replace(d->ctx->cache, j->entry, &dec, CF_SOURCE_MEASURED);
         atomic_fetch_add_explicit(&d->ctx->deferred_updates, 1, memory_order_relaxed);
     }

@@ -1,7 +1,7 @@
 /*
  * plan.c - plans: binding a decision to a problem, executing it, falling back.
  *
- * A plan gets its decision from the context's cache (find/policy.h) and prepares the
+ * A plan gets its decision from the context's cache (core/policy.h) and prepares the
  * decision's first usable algorithm.  Execution never fails because of that choice:
  * when the algorithm cannot run (its workspace cannot be allocated, or it reports an
  * error) the call walks down the decision's ranked list and finally to the reference,
@@ -14,10 +14,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "core/fault.h"
-#include "core/scratch.h"
 #include "algo/registry.h"
+#include "core/fault.h"
 #include "core/policy.h"
+#include "core/scratch.h"
 #include "util/error.h"
 
 static atomic_int fault_kind;
@@ -52,18 +52,16 @@ static bool runnable(const cf_candidate_stats *c)
     return c->status == CF_CAND_OK || c->status == CF_CAND_ABANDONED;
 }
 
-/* Prepares `algo` (full name `name`) for `p` if it runs on the context's backend and is
- * usable under `limit`.  A device algorithm's workspace is device memory that its backend
- * manages within the same limit (docs/cuda.md), so none is allocated here. */
-static bool try_prepare(const convfind_context *ctx, const cf_algo *algo, const char *name,
-                        const cf_problem *p, size_t limit, void **state, size_t *workspace)
+/* Prepares `algo` (full name `name`; NULL when the context's backend has no such
+ * algorithm) for `p` if it is usable under `limit`.  A device algorithm declares no
+ * workspace: its device memory is its backend's business, within the same limit
+ * (docs/cuda.md), so none is allocated here. */
+static bool try_prepare(const cf_algo *algo, const char *name, const cf_problem *p, size_t limit,
+                        void **state, size_t *workspace)
 {
     *state = NULL;
     *workspace = 0;
-    if (!algo || algo->backend != cf_context_backend(ctx))
-        return false;
-    if (algo->backend == CF_BACKEND_CPU ? !cf_algo_usable(algo, p, limit, workspace)
-                                        : !algo->applicable(p))
+    if (!algo || !cf_algo_usable(algo, p, limit, workspace))
         return false;
     if (cf_algo_prepare(algo, p, name, state) == CONVFIND_OK)
         return true;
@@ -96,19 +94,19 @@ static convfind_status prepared_new(const convfind_context *ctx, const cf_proble
         const cf_decision *d = &pr->view->decision;
         for (int i = 0; i < d->n_candidates && !pr->algo; i++) {
             const char *name = d->candidates[i].algo;
-            const cf_algo *a = cf_algos_find(name);
+            const cf_algo *a = cf_context_algo(ctx, name);
             if (runnable(&d->candidates[i]) &&
-                try_prepare(ctx, a, name, p, limit, &pr->state, &pr->workspace)) {
+                try_prepare(a, name, p, limit, &pr->state, &pr->workspace)) {
                 pr->algo = a;
                 set_name(pr, name);
             }
         }
-    } else if (try_prepare(ctx, forced, forced_name, p, limit, &pr->state, &pr->workspace)) {
+    } else if (try_prepare(forced, forced_name, p, limit, &pr->state, &pr->workspace)) {
         pr->algo = forced;
         set_name(pr, forced_name);
     }
     if (!pr->algo) {
-        pr->algo = cf_context_reference(ctx);
+        pr->algo = ctx->backend->reference;
         set_name(pr, pr->algo->name);
         pr->state = NULL;
         pr->workspace = 0;
@@ -215,11 +213,26 @@ convfind_status convfind_plan_create(convfind_context *ctx, const convfind_probl
         cf_clear_error();
         st = cf_context_heuristic(ctx, problem, &d);
         if (st == CONVFIND_OK)
-            st = prepared_new(ctx, problem, NULL, cf_algos_find(d.algo), d.algo,
+            st = prepared_new(ctx, problem, NULL, cf_context_algo(ctx, d.algo), d.algo,
                               CONVFIND_SOURCE_HEURISTIC, &pr);
         cf_decision_clear(&d);
     }
     return plan_finish(plan, st, pr, out);
+}
+
+/* Why `name` is not an algorithm of the context's backend: another backend's (which
+ * loads the CUDA module if it can) or no backend's. */
+static convfind_status unknown_algorithm(const convfind_context *ctx, const char *name)
+{
+    const cf_backend *b[2];
+    const int nb = cf_backends(b, 2);
+    for (int i = 0; i < nb; i++)
+        if (b[i] != ctx->backend && cf_backend_find(b[i], name))
+            return cf_fail(CONVFIND_ERR_UNSUPPORTED, "algorithm \"%s\" runs on the %s backend; "
+                           "this context runs on the %s backend", name, b[i]->name,
+                           ctx->backend->name);
+    return cf_fail(CONVFIND_ERR_NOT_FOUND, "no algorithm named \"%s\" on any backend this "
+                   "process can use", name);
 }
 
 convfind_status convfind_plan_create_with_algorithm(convfind_context *ctx,
@@ -232,14 +245,10 @@ convfind_status convfind_plan_create_with_algorithm(convfind_context *ctx,
         return st;
     if (!name)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "algorithm name is NULL");
-    const cf_algo *algo = cf_algos_find(name);
+    const cf_algo *algo = cf_context_algo(ctx, name);
     if (!algo)
-        return cf_fail(CONVFIND_ERR_NOT_FOUND, "no algorithm named \"%s\" in this build", name);
+        return unknown_algorithm(ctx, name);
     size_t ws;
-    if (algo->backend != cf_context_backend(ctx))
-        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "algorithm \"%s\" runs on %s; this context "
-                       "runs on %s", name, algo->backend == CF_BACKEND_CPU ? "the CPU" : "a device",
-                       ctx->cuda ? "a CUDA device" : "the CPU");
     if (!algo->applicable(problem))
         return cf_fail(CONVFIND_ERR_UNSUPPORTED, "algorithm \"%s\" cannot run this problem", name);
     if (cf_algo_workspace(algo, problem, &ws) != CONVFIND_OK)
@@ -333,11 +342,11 @@ static convfind_status run_algo(const convfind_plan *plan, const cf_algo *algo, 
                                 size_t workspace, const convfind_tensors *t, void *stream,
                                 bool first)
 {
-    cf_fault fault = first && algo != cf_context_reference(plan->context) ? cf_fault_get()
-                                                                           : CF_FAULT_NONE;
+    cf_fault fault = first && algo != plan->context->backend->reference ? cf_fault_get()
+                                                                         : CF_FAULT_NONE;
     cf_exec_args args = {
         .x = t->x, .w = t->w, .b = t->b, .z = t->z, .y = t->y,
-        .pool = plan->context->pool, .stream = stream, .device = plan->context->cuda,
+        .pool = plan->context->pool, .stream = stream, .device = plan->context->device,
     };
     if (t->packed_w && t->packed_w->algo == algo)
         args.packed_w = t->packed_w->data;
@@ -360,15 +369,15 @@ static convfind_status fall_back(const convfind_plan *plan, const cf_prepared *p
                                  const convfind_tensors *t, void *stream)
 {
     const cf_decision *d = pr->view ? &pr->view->decision : NULL;
-    const cf_algo *ref = cf_context_reference(plan->context);
+    const cf_algo *ref = plan->context->backend->reference;
     for (int i = 0; d && i < d->n_candidates; i++) {
         const char *name = d->candidates[i].algo;
-        const cf_algo *a = cf_algos_find(name);
+        const cf_algo *a = cf_context_algo(plan->context, name);
         void *state;
         size_t ws;
         if (!a || strcmp(name, pr->name) == 0 || a == ref || !runnable(&d->candidates[i]) ||
-            !try_prepare(plan->context, a, name, &plan->problem,
-                         plan->context->options.workspace_limit, &state, &ws))
+            !try_prepare(a, name, &plan->problem, plan->context->options.workspace_limit, &state,
+                         &ws))
             continue;
         convfind_status st = run_algo(plan, a, state, ws, t, stream, false);
         if (a->release)
@@ -391,14 +400,15 @@ convfind_status convfind_execute_on_stream(const convfind_plan *plan, const conv
     convfind_status st = check_tensors(plan, t);
     if (st != CONVFIND_OK)
         return st;
-    if (stream && !plan->context->cuda)
+    if (stream && !plan->context->backend->device_memory)
         return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE,
-                       "stream %p given to a CPU context (streams are for CUDA contexts)", stream);
+                       "stream %p given to a %s context (streams are for device contexts)",
+                       stream, plan->context->backend->name);
     if (t->packed_w && memcmp(&t->packed_w->problem, &plan->problem, sizeof plan->problem) != 0)
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE, "packed weights were made for another problem");
     const cf_prepared *pr = current(plan);
     st = run_algo(plan, pr->algo, pr->state, pr->workspace, t, stream, true);
-    if (st == CONVFIND_OK || pr->algo == cf_context_reference(plan->context))
+    if (st == CONVFIND_OK || pr->algo == plan->context->backend->reference)
         return st;
     atomic_fetch_add_explicit(&plan->context->fallbacks, 1, memory_order_relaxed);
     cf_clear_error();

@@ -3,8 +3,10 @@
  */
 #include "core/policy.h"
 
-#include "db/db.h"
+#include <time.h>
+
 #include "core/deferred.h"
+#include "db/db.h"
 
 /* How long a plan creation waits for another process that is measuring the same key
  * (the database lease) before it takes the heuristic choice: two Find budgets and a
@@ -14,20 +16,38 @@ static int lease_wait_ms(const convfind_context *ctx)
     return (int)(2000.0 * ctx->options.find_time_budget_s) + 1000;
 }
 
-/* Find, then the database: the result is stored (which releases this process's lease on
- * the key) or, when Find fails, the lease is released.  `stored` is a decision from
- * another environment whose top candidates are re-timed instead of all (RETUNE). */
-static convfind_status measure_and_store(convfind_context *ctx, const cf_problem *p,
-                                         const cf_key *key, const cf_decision *stored,
-                                         cf_decision *out, cf_source *source)
+convfind_status cf_decision_measure(convfind_context *ctx, const cf_problem *p, const cf_key *key,
+                                    const cf_find_config *cfg, bool leased, cf_decision *out)
+{
+    struct timespec t0, t1;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    convfind_status st = cf_find_measure(ctx->backend, ctx->device, p, cfg, out);
+    clock_gettime(CLOCK_MONOTONIC, &t1);
+    int64_t ns = (int64_t)(t1.tv_sec - t0.tv_sec) * 1000000000 + (t1.tv_nsec - t0.tv_nsec);
+    atomic_fetch_add_explicit(&ctx->finds, 1, memory_order_relaxed);
+    atomic_fetch_add_explicit(&ctx->find_ns, (uint_fast64_t)(ns > 0 ? ns : 0),
+                              memory_order_relaxed);
+    if (st == CONVFIND_OK) {
+        const char *text = key->text;
+        cf_db_store(ctx->db, &text, out, 1); /* releases this process's lease too */
+    } else if (leased) {
+        cf_db_lease_release(ctx->db, key->text);
+    }
+    return st;
+}
+
+/* Find for the policy, from the incumbent `stored` when there is one: a decision from
+ * another environment whose top candidates are re-timed instead of all (RETUNE).
+ * `leased`: under the lease cf_db_begin gave, which storing the result releases. */
+static convfind_status measure(convfind_context *ctx, const cf_problem *p, const cf_key *key,
+                               const cf_decision *stored, bool leased, cf_decision *out,
+                               cf_source *source)
 {
     cf_find_config cfg;
     cf_context_find_config(ctx, stored ? stored->algo : NULL, NULL, &cfg);
     cfg.retune = stored;
     *source = CF_SOURCE_MEASURED;
-    convfind_status st = cf_context_measure(ctx, p, &cfg, out);
-    cf_db_finish(ctx->db, key->text, st == CONVFIND_OK ? out : NULL);
-    return st;
+    return cf_decision_measure(ctx, p, key, &cfg, leased, out);
 }
 
 convfind_status cf_decision_obtain(convfind_context *ctx, const cf_problem *p, const cf_key *key,
@@ -39,7 +59,7 @@ convfind_status cf_decision_obtain(convfind_context *ctx, const cf_problem *p, c
     cf_db_found found = CF_DB_MISS;
     switch (policy) {
     case CONVFIND_FIND_EXHAUSTIVE:
-        return measure_and_store(ctx, p, key, NULL, out, source);
+        return measure(ctx, p, key, NULL, false, out, source);
     case CONVFIND_FIND_HYBRID: {
         convfind_status st = CONVFIND_OK;
         switch (cf_db_begin(ctx->db, key->text, lease_wait_ms(ctx), &stored)) {
@@ -48,11 +68,11 @@ convfind_status cf_decision_obtain(convfind_context *ctx, const cf_problem *p, c
             *source = CF_SOURCE_STORED;
             return CONVFIND_OK;
         case CF_DB_ACTION_RETUNE:
-            st = measure_and_store(ctx, p, key, &stored, out, source);
+            st = measure(ctx, p, key, &stored, true, out, source);
             cf_decision_clear(&stored);
             return st;
         case CF_DB_ACTION_BENCHMARK:
-            return measure_and_store(ctx, p, key, NULL, out, source);
+            return measure(ctx, p, key, NULL, true, out, source);
         case CF_DB_ACTION_HEURISTIC:
             break; /* another process is still measuring it */
         }

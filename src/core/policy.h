@@ -13,14 +13,22 @@
  *
  * "Stored" is the find database (src/db/, docs/db.md): HYBRID takes the key's lease
  * before measuring, so concurrent processes measure a key once, and re-times only the
- * top candidates of a record from another environment (db_env_policy RETUNE).  The
- * database's lookup, lease and store on a miss belong in cf_decision_obtain; the
- * background tuner and convfind_find also store what they measure.
+ * top candidates of a record from another environment (db_env_policy RETUNE).  Every
+ * Find of a context, in the foreground, in the background tuner (deferred.h) or for
+ * convfind_find, runs through cf_decision_measure, the one place that writes decisions
+ * to the database.
  */
 #ifndef CONVFIND_CORE_POLICY_H
 #define CONVFIND_CORE_POLICY_H
 
 #include "core/context.h"
+
+/* Runs Find on the context's backend for `p` (key `key`) under `cfg`, accounts for it
+ * in the context's statistics and stores a result in the find database.  `leased`:
+ * this process holds the key's lease (cf_db_begin), released also when Find fails.
+ * Thread-safe. */
+convfind_status cf_decision_measure(convfind_context *ctx, const cf_problem *p, const cf_key *key,
+                                    const cf_find_config *cfg, bool leased, cf_decision *out);
 
 /* Obtains a decision for `p` (key `key`) under `policy`; sets its source and whether it
  * is provisional.  On success `out` owns its candidates.  Thread-safe; runs no lock. */

@@ -230,12 +230,6 @@ int cf_cuda_cudnn_neighbors(const cf_problem *p, const cf_cuda_device *d, const 
     return count;
 }
 
-/* The algorithm's variants: what the heuristics list (no unlisted engines; see algos.h). */
-static int cudnn_variants(const cf_problem *p, const void *device, char (*names)[64], int cap)
-{
-    return cf_cuda_cudnn_variants(p, device, 0, names, cap);
-}
-
 static convfind_status aligned16(const cf_exec_args *a)
 {
     const void *ptrs[5] = {a->x, a->w, a->y, a->b, a->z};
@@ -429,8 +423,6 @@ const cf_algo cf_algo_cuda_cudnn = {
     .pack_weights = cudnn_pack_weights,
     .free_packed = cudnn_free_packed,
     .execute = cudnn_execute,
-    .backend = CF_BACKEND_CUDA,
-    .variants = cudnn_variants,
     .prepare_named = cudnn_prepare_named,
 };
 
@@ -461,5 +453,4 @@ const cf_algo cf_algo_cuda_direct = {
     .family = "direct",
     .applicable = direct_applicable,
     .execute = direct_execute,
-    .backend = CF_BACKEND_CUDA,
 };

@@ -1,5 +1,5 @@
 /*
- * algos.h - the CUDA backend's algorithms (algos.c) as seen by its Find (find.c).
+ * algos.h - the CUDA backend's algorithms (algos.c) as seen by its Find hooks (find.c).
  *
  *   cuda.cudnn   every cuDNN engine configuration the heuristics offer, one variant
  *                each (names in graph.h), in the caller's layout and in the other one

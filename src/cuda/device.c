@@ -99,7 +99,7 @@ convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *
     *out = NULL;
     char why[256];
     if (!cf_cuda_usable(index, why, sizeof why))
-        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "CUDA context: %s", why);
+        return cf_fail(CONVFIND_ERR_UNAVAILABLE, "CUDA context: %s", why);
     if (alloc && (alloc->alloc == NULL) != (alloc->free == NULL))
         return cf_fail(CONVFIND_ERR_NULL_POINTER,
                        "device_allocator: alloc and free must both be set or both be NULL");
@@ -149,7 +149,7 @@ size_t cf_cuda_workspace_limit(const cf_cuda_device *d)
     return d->workspace_limit;
 }
 
-void cf_cuda_fingerprint(const cf_cuda_device *d, size_t limit, cf_fingerprint *fp)
+void cf_cuda_fingerprint(const cf_cuda_device *d, cf_fingerprint *fp)
 {
     /* Versions first: a long device name may be cut, the versions never. */
     char text[512];
@@ -157,14 +157,9 @@ void cf_cuda_fingerprint(const cf_cuda_device *d, size_t limit, cf_fingerprint *
     snprintf(text, sizeof text, "sm_%d%d cudnn %zu.%zu.%zu %s", d->cc_major, d->cc_minor,
              d->cudnn_version / 10000, d->cudnn_version / 100 % 100, d->cudnn_version % 100,
              d->name);
-    /* The key's field syntax reserves these; the fingerprint only has to tell apart. */
-    for (char *c = text; *c; c++)
-        if (*c == ';' || *c == ':' || *c == '=' || *c < 0x20 || *c > 0x7e)
-            *c = '_';
-    memcpy(fp->cpu, text, sizeof fp->cpu - 1);
+    cf_fingerprint_text(fp->cpu, sizeof fp->cpu, text);
     snprintf(fp->isa, sizeof fp->isa, "cuda");
     fp->threads = 1;
-    fp->ws_class = cf_workspace_class(limit);
 }
 
 int cf_cuda_enter(const cf_cuda_device *d)

@@ -51,7 +51,7 @@ typedef struct cf_cuda_thread {
 } cf_cuda_thread;
 
 /* Opens device `index` for a context: checks that it exists and can run (the reason is
- * the error message otherwise, status CONVFIND_ERR_UNSUPPORTED) and records its name,
+ * the error message otherwise, status CONVFIND_ERR_UNAVAILABLE) and records its name,
  * compute capability and the cuDNN version loaded.  `alloc` (copied; may be NULL or
  * have alloc NULL) supplies workspaces instead of the per-thread buffer. */
 convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *alloc,
@@ -67,10 +67,10 @@ void cf_cuda_device_close(cf_cuda_device *d);
 /* Whether device `index` can be used, with the reason when not (see convfind.h). */
 int cf_cuda_usable(int index, char *why, size_t size);
 
-/* The backend fingerprint of decisions measured on `d` with workspace limit `limit`:
- * cpu = "sm_<major><minor> cudnn <version> <device name>", isa = "cuda", threads = 1
- * (an execution's speed does not depend on host threads).  Thread-safe. */
-void cf_cuda_fingerprint(const cf_cuda_device *d, size_t limit, cf_fingerprint *fp);
+/* The device part of the fingerprint of decisions measured on `d` (the caller sets
+ * ws_class): cpu = "sm_<major><minor> cudnn <version> <device name>", isa = "cuda",
+ * threads = 1 (an execution's speed does not depend on host threads).  Thread-safe. */
+void cf_cuda_fingerprint(const cf_cuda_device *d, cf_fingerprint *fp);
 
 /* Makes `d` the calling thread's current device, returning the previous one to give
  * back to cf_cuda_leave(). */

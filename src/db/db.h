@@ -28,8 +28,9 @@
 #include <stdio.h>
 
 #include "convfind.h"
-#include "decision/record.h"
 #include "decision/decision.h"
+#include "decision/record.h"
+#include "problem/key.h"
 
 #define CF_DB_SCHEMA_VERSION 1 /* PRAGMA user_version of the files this build writes */
 #define CF_DB_FILE_NAME "finddb.sqlite"
@@ -47,8 +48,10 @@ typedef struct cf_db_config {
     bool quiet;              /* count warnings without printing them (tests, CLI --quiet) */
 } cf_db_config;
 
-/* A config with cf_db_env_detect(), policy RETUNE and the default timeouts. */
-void cf_db_config_init(cf_db_config *config);
+/* A config for decisions made on the host `host` (the environment cf_db_env_make()
+ * describes; algo/registry.h, cf_host_fingerprint, detects it), policy RETUNE and the
+ * default timeouts. */
+void cf_db_config_init(cf_db_config *config, const cf_fingerprint *host);
 
 /* Opens both tiers.  Fails only for NULL arguments or out-of-memory; every file
  * problem ends in a working (maybe in-memory) handle and at most one warning each. */

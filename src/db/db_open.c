@@ -391,11 +391,11 @@ static void open_system_tier(cf_db *db)
     cf_db_warn(db, "system database %s is not usable (%s); ignoring it", path, why);
 }
 
-void cf_db_config_init(cf_db_config *config)
+void cf_db_config_init(cf_db_config *config, const cf_fingerprint *host)
 {
     memset(config, 0, sizeof *config);
     config->env_policy = CONVFIND_DB_ENV_RETUNE;
-    cf_db_env_detect(&config->env);
+    cf_db_env_make(&config->env, host);
 }
 
 convfind_status cf_db_open(const cf_db_config *config, cf_db **out)

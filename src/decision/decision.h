@@ -36,7 +36,7 @@ typedef struct cf_decision {
     cf_candidate_stats *candidates;   /* owned by the decision */
 } cf_decision;
 
-/* Frees the candidates of `d` and empties it; NULL allowed (src/find/decision.c). */
+/* Frees the candidates of `d` and empties it; NULL allowed (decision.c). */
 void cf_decision_clear(cf_decision *d);
 
 /* The candidate named `algo`, or NULL. */

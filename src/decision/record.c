@@ -22,15 +22,13 @@ static void copy_string(char *dst, size_t size, const char *src)
     snprintf(dst, size, "%s", src);
 }
 
-void cf_db_env_detect(cf_db_env *env)
+void cf_db_env_make(cf_db_env *env, const cf_fingerprint *host)
 {
     memset(env, 0, sizeof *env);
-    copy_string(env->library, sizeof env->library, convfind_version_string());
+    copy_string(env->library, sizeof env->library, CONVFIND_VERSION_STRING);
     copy_string(env->backends, sizeof env->backends, "cpu");
     /* The same CPU name and ISA level the key's fingerprint carries (key.h). */
-    cf_fingerprint fp;
-    cf_fingerprint_detect(&fp, 1, 0);
-    snprintf(env->device, sizeof env->device, "%s;%s", fp.cpu, fp.isa);
+    snprintf(env->device, sizeof env->device, "%s;%s", host->cpu, host->isa);
 }
 
 bool cf_db_env_equal(const cf_db_env *a, const cf_db_env *b)
@@ -174,7 +172,7 @@ static convfind_status check_algo_name(const char *field, const char *name)
     for (const char *c = name; *c; c++)
         if (!((*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') || (*c >= '0' && *c <= '9') ||
               *c == '_' || *c == '-' || *c == '.' || *c == '+' ||
-              /* parameterised algorithms, "cuda.cudnn:nhwc:e12:k3=2,5=1" (core/algo.h) */
+              /* parameterised algorithms, "cuda.cudnn:nhwc:e12:k3=2,5=1" (algo/algo.h) */
               *c == ':' || *c == '=' || *c == ','))
             return cf_fail(CONVFIND_ERR_IO, "record field \"%s\" = \"%s\" is not an algorithm name",
                            field, name);

@@ -15,6 +15,7 @@
 
 #include "convfind.h"
 #include "decision/decision.h"
+#include "problem/key.h"
 
 #define CF_DB_KEY_MAX 4096       /* longest canonical key text accepted, bytes */
 #define CF_DB_MAX_CANDIDATES 1024
@@ -36,9 +37,9 @@ typedef struct cf_db_record {
     int64_t time;        /* when it was measured, Unix seconds */
 } cf_db_record;
 
-/* Fills `env` for this process: library version, compiled backends, this machine's
- * device fingerprint.  Thread-safe. */
-void cf_db_env_detect(cf_db_env *env);
+/* Fills `env` for decisions made by this library on host `host`: library version, the
+ * host backend, and the host's CPU name and ISA level.  Pure. */
+void cf_db_env_make(cf_db_env *env, const cf_fingerprint *host);
 
 bool cf_db_env_equal(const cf_db_env *a, const cf_db_env *b);
 

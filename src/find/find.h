@@ -1,33 +1,45 @@
 /*
- * find.h - Find: measure the candidates of one problem and rank them (DESIGN.md "Find:
- * how to time"), and the heuristic choice that needs no measurement.
+ * find.h - Find: measure the candidates of one problem on one backend and rank them
+ * (DESIGN.md "Find: how to time"), and the heuristic choice that needs no measurement.
  *
- * Protocol of cf_find_measure, in order:
- *   1. Inputs X, W, B, Z filled with deterministic values in [-1, 1] (never all zeros);
- *      when validating, the reference computes the expected Y once.
- *   2. The heuristic choice (first usable candidate in list order) is measured first,
- *      whatever the budget; then every other usable candidate in list order.
- *   3. Per candidate: prepare, workspace and packed weights (pack_weights, made once as
- *      convfind_packed_weights_create does; a failed allocation of either abandons the
- *      candidate without a verdict), one run into a NaN-filled Y that is validated
- *      against the reference within the family's bound, and for a packing algorithm one
- *      more with the packed weights, validated too (a wrong or erroring candidate is
- *      FAILED, never chosen); warm-up runs up to CF_FIND_WARMUPS in all, then timed runs
- *      with the packed weights: at least CF_FIND_MIN_REPEATS, then until
- *      CF_FIND_MAX_REPEATS or the candidate's share of the budget is spent.
- *      Once CF_FIND_ABANDON_AFTER runs are in, a candidate whose fastest run is slower
- *      than CF_FIND_ABANDON_RATIO x the best median so far is ABANDONED.
- *   4. Final round: the OK candidates within CF_FIND_FINAL_WINDOW of the fastest
- *      median (at most CF_FIND_FINALISTS, the fastest) are timed again in turns, one run
- *      each per round after an untimed warm-up run, the order rotating, for CF_FIND_MIN_REPEATS to
- *      CF_FIND_MAX_REPEATS rounds within CF_FIND_FINAL_SHARE of the budget; their
- *      statistics are replaced by this round's, so close candidates are compared under
- *      the same machine conditions.  (Not under RETUNE, which re-times few.)
- *   5. Choice: the incumbent (given, else the heuristic choice) stays unless the fastest
- *      median beats it by more than CF_FIND_MARGIN; otherwise, among the candidates
- *      within CF_FIND_MARGIN of the fastest, the smallest workspace, then the earliest in
- *      list order, wins.  Ranked list: choice, other OK by median, ABANDONED, FAILED,
- *      NOT_APPLICABLE.
+ * One harness for every backend: what differs between the CPU and a CUDA device (how
+ * test tensors are made, how a run is timed, how a result is checked) comes through the
+ * backend's hooks (algo/backend.h, cf_find_hooks).  Protocol of cf_find_measure, in
+ * order:
+ *   1. The candidates (enumerate; with validation also the CF_FIND_LIST_VALIDATING
+ *      kinds).  The heuristic choice is the first usable one; the incumbent is the one
+ *      named by cfg->incumbent when usable, else the heuristic choice.  The bench: test
+ *      tensors filled with non-zero values; when validating, the reference output.
+ *   2. The incumbent is measured first, whatever the budget; then every other usable
+ *      candidate in list order while the budget lasts (RETUNE: only the stored top
+ *      CF_FIND_RETUNE_TOP; the rest are ABANDONED without running).
+ *   3. Per candidate: prepare (state, workspace, packed weights; a refusal is FAILED, an
+ *      allocation failure ABANDONED without a verdict, a workspace over the limit
+ *      NOT_APPLICABLE), the check (runs into a poisoned Y, compared with the reference
+ *      when validating; a wrong or erroring candidate is FAILED, never chosen), warm-up
+ *      runs up to CF_FIND_WARMUPS in all (the check's runs count), then samples: with a
+ *      sample target, one first sample of one run sizes the batch (target / its time,
+ *      1 to CF_FIND_MAX_BATCH runs); at least CF_FIND_MIN_REPEATS samples, then until
+ *      CF_FIND_MAX_REPEATS or the candidate's share of the budget (budget / usable
+ *      candidates) is spent.  Once CF_FIND_ABANDON_AFTER samples are in, a candidate
+ *      whose fastest is slower than CF_FIND_ABANDON_RATIO x the best median so far is
+ *      ABANDONED.
+ *   4. Knob refinement (backends with neighbors, validating Finds): the neighbouring
+ *      forms of the fastest candidate with named forms are measured like the others,
+ *      in at most CF_FIND_REFINE_ROUNDS rounds, a further round only when a neighbour
+ *      won the last one, within CF_FIND_REFINE_SHARE of the budget again and the room
+ *      the candidate list has left.
+ *   5. Final round (backends with final_round, not under RETUNE): the OK candidates
+ *      within CF_FIND_FINAL_WINDOW of the fastest median (at most CF_FIND_FINALISTS, the
+ *      fastest) are timed again in turns, one run each per round after an untimed one,
+ *      the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds within
+ *      CF_FIND_FINAL_SHARE of the budget; their statistics are replaced by this round's,
+ *      so close candidates are compared under the same machine conditions.
+ *   6. Choice and ranked list by rank.h: the incumbent stays unless the fastest median
+ *      beats it by more than CF_FIND_MARGIN; otherwise, among the candidates within
+ *      CF_FIND_MARGIN of the fastest, the smallest workspace, then the earliest in list
+ *      order.  With nothing timed to the end, the backend's reference if it was
+ *      ABANDONED, else the first ABANDONED one.
  */
 #ifndef CONVFIND_FIND_H
 #define CONVFIND_FIND_H
@@ -35,23 +47,26 @@
 #include <stdatomic.h>
 #include <stdbool.h>
 
-#include "algo/algo.h"
+#include "algo/backend.h"
 #include "decision/decision.h"
 
 #define CF_FIND_MIN_REPEATS 5
 #define CF_FIND_MAX_REPEATS 50
 #define CF_FIND_WARMUPS 2
+#define CF_FIND_MAX_BATCH 32
 #define CF_FIND_ABANDON_AFTER 3
 #define CF_FIND_ABANDON_RATIO 1.5
 #define CF_FIND_MARGIN 0.03
 #define CF_FIND_RETUNE_TOP 3
+#define CF_FIND_REFINE_ROUNDS 2
+#define CF_FIND_REFINE_SHARE 0.5
 #define CF_FIND_FINAL_WINDOW 0.15
 #define CF_FIND_FINALISTS 4
 #define CF_FIND_FINAL_SHARE 0.25
 
 typedef struct cf_find_config {
     size_t workspace_limit;     /* largest admissible workspace; 0: unlimited */
-    double budget_s;            /* total time for one problem (the heuristic is always timed) */
+    double budget_s;            /* total time for one problem (the incumbent is always timed) */
     bool validate;              /* compare every candidate with the reference */
     const char *incumbent;      /* name of the current decision, or NULL */
     cf_threadpool *pool;        /* how executions will run */
@@ -62,19 +77,19 @@ typedef struct cf_find_config {
     const cf_decision *retune;
 } cf_find_config;
 
-/* The decision that needs no measurement: usable candidates in list order (all status
- * OK, no timings), then the rest as NOT_APPLICABLE.  CONVFIND_ERR_UNSUPPORTED when no
- * candidate can run `p` within `workspace_limit`.  Thread-safe. */
-convfind_status cf_find_heuristic(const cf_problem *p, size_t workspace_limit, cf_decision *out);
+/* The decision that needs no measurement: the usable candidates of `p` on backend `b`
+ * (state `s`) in list order (all status OK, no timings), then the rest as
+ * NOT_APPLICABLE.  CONVFIND_ERR_UNSUPPORTED when no candidate can run `p` within
+ * `workspace_limit`.  Thread-safe. */
+convfind_status cf_find_heuristic(const cf_backend *b, const cf_backend_state *s,
+                                  const cf_problem *p, size_t workspace_limit, cf_decision *out);
 
-/* Measures and ranks every candidate as described above.  On success `out` owns a
- * ranked candidate array.  CONVFIND_ERR_UNSUPPORTED when nothing can run `p`,
+/* Measures and ranks the candidates as described above.  On success `out` owns a ranked
+ * candidate array.  CONVFIND_ERR_UNSUPPORTED when nothing can run `p`,
  * CONVFIND_ERR_OUT_OF_MEMORY when the test tensors cannot be allocated,
- * CONVFIND_ERR_BACKEND when cancelled.  Thread-safe (uses its own buffers). */
-convfind_status cf_find_measure(const cf_problem *p, const cf_find_config *cfg, cf_decision *out);
-
-/* The validation bound's factor for an algorithm family: a candidate passes when
- * max|y - ref| <= factor * FLT_EPSILON * (reduction length + 1) * (1 + max|ref|). */
-double cf_find_error_factor(const char *family);
+ * CONVFIND_ERR_BACKEND when cancelled or when every candidate failed.  Thread-safe (its
+ * bench is its own). */
+convfind_status cf_find_measure(const cf_backend *b, const cf_backend_state *s,
+                                const cf_problem *p, const cf_find_config *cfg, cf_decision *out);
 
 #endif /* CONVFIND_FIND_H */

@@ -1,8 +1,8 @@
 /*
  * rank.h - the rules of Find that do not depend on where candidates run: timing
  * statistics, early abandon, which candidates RETUNE re-times, the choice (margin and
- * tie-breaks) and the ranked list.  The CPU Find (find.c) and the CUDA Find
- * (src/cuda/find.c) both use these, so the two backends can never disagree on them.
+ * tie-breaks) and the ranked list.  Kept apart from the harness (find.c) so that tests
+ * can check each rule on its own.
  *
  * Every function is pure (no global state) and thread-safe.  Candidate arrays are in
  * list order (registry order on the CPU, configuration order on CUDA): a candidate's

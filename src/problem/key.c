@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "cpu/isa.h"
 #include "problem/shape.h"
 #include "util/error.h"
 
@@ -30,27 +29,6 @@ int cf_workspace_class(size_t limit)
 size_t cf_workspace_class_bytes(int ws_class)
 {
     return ws_class < 0 ? 0 : (size_t)1 << ws_class;
-}
-
-/* Characters that would break the key's field syntax are replaced, not escaped: the
- * fingerprint only has to distinguish machines, and readable beats reversible here. */
-static void sanitize(char *dst, size_t size, const char *src)
-{
-    size_t i = 0;
-    for (; src[i] && i + 1 < size; i++) {
-        unsigned char ch = (unsigned char)src[i];
-        dst[i] = (ch < 0x20 || ch > 0x7e || ch == ';' || ch == ':' || ch == '=') ? '_' : (char)ch;
-    }
-    dst[i] = '\0';
-}
-
-void cf_fingerprint_detect(cf_fingerprint *fp, int threads, size_t limit)
-{
-    memset(fp, 0, sizeof *fp);
-    sanitize(fp->cpu, sizeof fp->cpu, cf_cpu_name());
-    sanitize(fp->isa, sizeof fp->isa, cf_isa_name(cf_isa_active()));
-    fp->threads = threads;
-    fp->ws_class = cf_workspace_class(limit);
 }
 
 /* Multiply-xorshift over 8-byte words: about 5 cycles per word instead of FNV-1a's

@@ -8,7 +8,8 @@
  * only picks a bucket, equality is always decided on the full text.
  *
  * The backend fingerprint is passed in (cf_fingerprint) rather than read inside
- * cf_key_make, so that tests can vary every part of it and a context can detect it once.
+ * cf_key_make, so that tests can vary every part of it; the backend that runs the
+ * problem fills it (algo/backend.h), since only it knows its device.
  */
 #ifndef CONVFIND_KEY_H
 #define CONVFIND_KEY_H
@@ -48,10 +49,19 @@ int cf_workspace_class(size_t limit);
  * (unlimited) for -1. */
 size_t cf_workspace_class_bytes(int ws_class);
 
-/* This process's fingerprint for executions with `threads` threads under workspace
- * `limit` (0: unlimited): CPU name from libcpuinfo and the ISA level active now.
- * Thread-safe. */
-void cf_fingerprint_detect(cf_fingerprint *fp, int threads, size_t limit);
+/* Copies `src` into a fingerprint field of `size` bytes, truncated, with the characters
+ * that would break the key's field syntax (';', ':', '=', controls and non-ASCII)
+ * replaced by '_': the fingerprint only has to tell machines apart, and readable beats
+ * reversible here.  Backends fill their fingerprints with it (algo/backend.h). */
+static inline void cf_fingerprint_text(char *dst, size_t size, const char *src)
+{
+    size_t i = 0;
+    for (; src[i] && i + 1 < size; i++) {
+        unsigned char ch = (unsigned char)src[i];
+        dst[i] = (ch < 0x20 || ch > 0x7e || ch == ';' || ch == ':' || ch == '=') ? '_' : (char)ch;
+    }
+    dst[i] = '\0';
+}
 
 /* Builds the key of `p` under `fp`.  CONVFIND_ERR_INVALID_ATTRIBUTE when the text would
  * not fit CF_KEY_TEXT_MAX (message names the length).  Pure; thread-safe. */

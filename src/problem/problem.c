@@ -19,16 +19,6 @@
 #include "problem/shape.h"
 #include "util/error.h"
 
-size_t cf_dtype_size(convfind_dtype dtype)
-{
-    switch (dtype) {
-    case CONVFIND_DTYPE_F32: return 4;
-    case CONVFIND_DTYPE_F16: return 2;
-    case CONVFIND_DTYPE_BF16: return 2;
-    }
-    return 0;
-}
-
 void convfind_conv_desc_init(convfind_conv_desc *desc)
 {
     cf_clear_error();

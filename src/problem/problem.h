@@ -56,7 +56,16 @@ typedef struct convfind_problem cf_problem;
 static inline int64_t cf_cin_per_group(const cf_problem *p) { return p->c / p->group; }
 static inline int64_t cf_cout_per_group(const cf_problem *p) { return p->m / p->group; }
 
-/* Element size of the problem's data type in bytes. */
-size_t cf_dtype_size(convfind_dtype dtype);
+/* Element size of the problem's data type in bytes (0 for an unknown type).  Inline:
+ * the CUDA module uses it without the rest of problem.c. */
+static inline size_t cf_dtype_size(convfind_dtype dtype)
+{
+    switch (dtype) {
+    case CONVFIND_DTYPE_F32: return 4;
+    case CONVFIND_DTYPE_F16: return 2;
+    case CONVFIND_DTYPE_BF16: return 2;
+    }
+    return 0;
+}
 
 #endif /* CONVFIND_PROBLEM_H */

@@ -36,6 +36,7 @@ const char *convfind_status_name(convfind_status status)
     case CONVFIND_ERR_NOT_FOUND: return "CONVFIND_ERR_NOT_FOUND";
     case CONVFIND_ERR_BACKEND: return "CONVFIND_ERR_BACKEND";
     case CONVFIND_ERR_IO: return "CONVFIND_ERR_IO";
+    case CONVFIND_ERR_UNAVAILABLE: return "CONVFIND_ERR_UNAVAILABLE";
     }
     return "CONVFIND_ERR_UNKNOWN";
 }

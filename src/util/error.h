@@ -3,7 +3,10 @@
  *
  * Every public entry point calls cf_clear_error() first; every failure path returns
  * through cf_fail(), which formats a message naming the offending value.  The buffer is
- * _Thread_local so concurrent callers never see each other's messages.
+ * _Thread_local so concurrent callers never see each other's messages.  error.c defines
+ * both in the core; the CUDA module defines them over the core's through the host
+ * services it is given (src/cuda/host.c), so there is one buffer per thread however
+ * the core was linked.
  */
 #ifndef CONVFIND_ERROR_H
 #define CONVFIND_ERROR_H

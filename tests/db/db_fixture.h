@@ -14,6 +14,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "algo/registry.h"
 #include "db/db.h"
 
 /* Makes a new empty directory under $TMPDIR (or /tmp) and writes its path to buf.
@@ -102,8 +103,10 @@ static inline void fx_key(int i, char *buf, size_t size)
 /* A quiet config for `path` with a fixed environment ("test-env"). */
 static inline cf_db_config fx_config(const char *path)
 {
+    cf_fingerprint host;
+    cf_host_fingerprint(1, 0, &host);
     cf_db_config c;
-    cf_db_config_init(&c);
+    cf_db_config_init(&c, &host);
     c.path = path;
     c.quiet = true;
     snprintf(c.env.device, sizeof c.env.device, "test-device");

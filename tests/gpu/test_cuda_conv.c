@@ -19,9 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/registry.h"
 #include "core/context.h"
-#include "cuda/algos.h"
-#include "cuda/find.h"
 #include "cuda/graph.h"
 #include "gpu_util.h"
 
@@ -139,11 +138,12 @@ static void check_config(convfind_context *ctx, const convfind_problem *p, gu_da
                          config_stats *cs)
 {
     convfind_tensors t = gu_tensors(d);
+    const cf_algo *cudnn = cf_context_algo(ctx, name);
     void *state;
-    gu_check(cf_algo_prepare(&cf_algo_cuda_cudnn, p, name, &state), name);
-    cf_exec_args a = {.x = t.x, .w = t.w, .b = t.b, .z = t.z, .y = t.y, .device = ctx->cuda};
+    gu_check(cudnn ? cf_algo_prepare(cudnn, p, name, &state) : CONVFIND_ERR_NOT_FOUND, name);
+    cf_exec_args a = {.x = t.x, .w = t.w, .b = t.b, .z = t.z, .y = t.y, .device = ctx->device};
     gu_poison(d);
-    if (cf_algo_cuda_cudnn.execute(p, state, &a) == CONVFIND_OK) {
+    if (cudnn->execute(p, state, &a) == CONVFIND_OK) {
         const bool split = strstr(name, "+x3") != NULL;
         const double err = gu_error(d);
         cs->ok++;
@@ -158,7 +158,7 @@ static void check_config(convfind_context *ctx, const convfind_problem *p, gu_da
     } else {
         cs->refused++;
     }
-    cf_algo_cuda_cudnn.release(state);
+    cudnn->release(state);
 }
 
 int main(void)
@@ -166,6 +166,13 @@ int main(void)
     gu_require_gpu();
     convfind_context *forced = gu_context(CONVFIND_FIND_HEURISTIC, NULL);
     convfind_context *tuned = gu_context(CONVFIND_FIND_EXHAUSTIVE, NULL);
+    /* The CUDA backend's candidate lists, as its Find sees them (algo/backend.h). */
+    const cf_find_hooks *hooks = forced->backend->find;
+    const int cap = cf_backend_max_candidates(forced->backend);
+    const cf_algo **algos = calloc((size_t)cap, sizeof *algos);
+    cf_candidate_stats *listed = calloc((size_t)cap, sizeof *listed);
+    if (!algos || !listed)
+        gu_check(CONVFIND_ERR_OUT_OF_MEMORY, "candidate lists");
     config_stats cs = {0};
     int cudnn_chosen = 0;
     for (int i = 0; i < PROBLEMS + PAD_PROBLEMS; i++) {
@@ -190,7 +197,7 @@ int main(void)
         convfind_plan_destroy(plan);
 
         cf_decision dec;
-        gu_check(cf_cuda_find_heuristic(forced->cuda, p, &dec), "candidates");
+        gu_check(cf_context_heuristic(forced, p, &dec), "candidates");
         int tested = 0;
         for (int c = 0; c < dec.n_candidates && tested < CONFIGS_PER_PROBLEM; c++) {
             const char *name = dec.candidates[c].algo;
@@ -202,14 +209,13 @@ int main(void)
         cf_decision_clear(&dec);
         /* Split configurations come only with the validating Find's list (the
          * heuristics' engines here: unlisted ones need not be right). */
-        static char names[CF_CUDA_MAX_VARIANTS][64];
-        int n = cf_cuda_cudnn_variants(p, forced->cuda, CF_CUDA_VARIANTS_SPLIT, names,
-                                       CF_CUDA_MAX_VARIANTS);
+        memset(listed, 0, (size_t)cap * sizeof *listed);
+        int n = hooks->enumerate(forced->device, p, 0, CF_FIND_LIST_INEXACT, algos, listed, cap);
         for (int c = 0, split = 0; c < n && split < SPLITS_PER_PROBLEM; c++)
-            if (strstr(names[c], "+x3")) {
+            if (strstr(listed[c].algo, "+x3")) {
                 split++;
                 tested++;
-                check_config(forced, p, &d, &desc, names[c], SPLIT_TOL, i, &cs);
+                check_config(forced, p, &d, &desc, listed[c].algo, SPLIT_TOL, i, &cs);
             }
 
         gu_check(convfind_plan_create(tuned, p, &plan), "plan (Find)");
@@ -236,6 +242,8 @@ int main(void)
                cs.ok == 0 ? "" : cs.padded == 0 ? "padded " : "split ");
         failures++;
     }
+    free(algos);
+    free(listed);
     convfind_context_destroy(tuned);
     convfind_context_destroy(forced);
     return failures ? 1 : 0;

@@ -33,6 +33,7 @@ STATUS_NAMES = [
     "CONVFIND_ERR_NOT_FOUND",
     "CONVFIND_ERR_BACKEND",
     "CONVFIND_ERR_IO",
+    "CONVFIND_ERR_UNAVAILABLE",
 ]
 STATUS = {name: value for value, name in enumerate(STATUS_NAMES)}
 OK = STATUS["CONVFIND_OK"]

@@ -1,7 +1,7 @@
 /*
  * test_cache_find.c - Find and the find policies through the public API.
  *
- * Fake candidate lists (find/algos.h) make outcomes that do not depend on timing: a
+ * Fake candidate lists (algo/registry.h) make outcomes that do not depend on timing: a
  * wrong algorithm listed first (so it is the heuristic choice, which Find always
  * measures) must fail validation, be ranked FAILED and never be chosen; HEURISTIC and
  * REPLAY never measure; convfind_find measures once and its first result is what plans

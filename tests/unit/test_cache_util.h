@@ -1,7 +1,7 @@
 /*
  * test_cache_util.h - helpers shared by the Find and decision-cache tests: small
  * problems, deterministic tensors, the expected output from the reference, and fake
- * algorithms for the candidate list (find/algos.h) that need workspace, are wrong, or
+ * algorithms for the host backend's list (algo/registry.h, cf_algos_override) that need workspace, are wrong, or
  * delegate to the reference under another name.
  */
 #ifndef CONVFIND_TEST_CACHE_UTIL_H
@@ -9,8 +9,8 @@
 
 #include <stddef.h>
 
-#include "convfind.h"
 #include "algo/algo.h"
+#include "convfind.h"
 
 /* A 2-D f32 NCHW Conv with bias and ReLU: n x c x h x w input, m x c/g x k x k weights,
  * stride 1, pad k/2.  Aborts the test on failure. */

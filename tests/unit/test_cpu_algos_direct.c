@@ -32,7 +32,7 @@
 
 #include <cmocka.h>
 
-#include "algo/algo.h"
+#include "algo/registry.h"
 #include "cpu/isa.h"
 #include "problem/problem.h"
 #include "util/threadpool.h"
@@ -448,7 +448,7 @@ static double check_problem(const family *f, const cf_algo *algo, const tconv *t
 /* Every ISA level of this machine, PROBLEMS_PER_LEVEL random problems each. */
 static void check_family(const family *f)
 {
-    const cf_algo *algo = cf_registry_find(f->algo);
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), f->algo);
     assert_non_null(algo);
     cf_threadpool *pool = NULL;
     assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
@@ -474,7 +474,7 @@ static void check_family(const family *f)
  * instead of reading a foreign layout. */
 static void check_packed_across_levels(const char *name, void (*gen)(rng *, tconv *))
 {
-    const cf_algo *algo = cf_registry_find(name);
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), name);
     assert_non_null(algo);
     if (cf_isa_machine() == CF_ISA_PORTABLE || !(algo->pack_weights || algo->prepare))
         skip();
@@ -518,7 +518,7 @@ static void check_packed_across_levels(const char *name, void (*gen)(rng *, tcon
  * at the level that needs the most; an empty workspace is too little at every level. */
 static void check_small_workspace(const char *name, void (*gen)(rng *, tconv *))
 {
-    const cf_algo *algo = cf_registry_find(name);
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), name);
     assert_non_null(algo);
     rng r = {7};
     tconv t;
@@ -586,7 +586,7 @@ static void test_depthwise_small_workspace(void **state)
 static void test_depthwise_applicability(void **state)
 {
     (void)state;
-    const cf_algo *algo = cf_registry_find("cpu.depthwise");
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), "cpu.depthwise");
     assert_non_null(algo);
     rng r = {5};
     tconv t;
@@ -618,7 +618,7 @@ static void test_depthwise_3x3_random(void **state)
 static void test_depthwise_3x3_applicability(void **state)
 {
     (void)state;
-    const cf_algo *algo = cf_registry_find(depthwise_3x3.algo);
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), depthwise_3x3.algo);
     assert_non_null(algo);
     rng r = {17};
     tconv t;
@@ -709,7 +709,7 @@ static void test_winograd_applicability(void **state)
     convfind_problem *p = make_problem(&t);
     const char *names[3] = {winograd_f2.algo, winograd_f4.algo, winograd_f6.algo};
     for (int i = 0; i < 3; i++) {
-        const cf_algo *algo = cf_registry_find(names[i]);
+        const cf_algo *algo = cf_backend_find(cf_backend_host(), names[i]);
         assert_non_null(algo);
         cf_problem q = *p;
         assert_true(algo->applicable(&q));
@@ -762,7 +762,7 @@ static void test_direct_blocked_small_workspace(void **state)
 static void test_direct_blocked_applicability(void **state)
 {
     (void)state;
-    const cf_algo *algo = cf_registry_find("cpu.direct_blocked");
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), "cpu.direct_blocked");
     assert_non_null(algo);
     rng r = {3};
     tconv t;
@@ -813,7 +813,7 @@ static void test_direct_small_c_small_workspace(void **state)
 static void test_direct_small_c_row_edges(void **state)
 {
     (void)state;
-    const cf_algo *algo = cf_registry_find(direct_small_c.algo);
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), direct_small_c.algo);
     assert_non_null(algo);
     cf_threadpool *pool = NULL;
     assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
@@ -863,7 +863,7 @@ static void test_direct_small_c_row_edges(void **state)
 static void test_direct_small_c_applicability(void **state)
 {
     (void)state;
-    const cf_algo *algo = cf_registry_find(direct_small_c.algo);
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), direct_small_c.algo);
     assert_non_null(algo);
     rng r = {13};
     tconv t;

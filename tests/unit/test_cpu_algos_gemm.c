@@ -28,7 +28,7 @@
 
 #include <cmocka.h>
 
-#include "algo/algo.h"
+#include "algo/registry.h"
 #include "cpu/isa.h"
 #include "problem/problem.h"
 #include "util/threadpool.h"
@@ -203,7 +203,7 @@ static void check_problem(const cf_algo *algo, const cf_problem *p, cf_threadpoo
 
 static void run_family(const char *name, gen_kind kind)
 {
-    const cf_algo *algo = cf_registry_find(name);
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), name);
     assert_non_null(algo);
     cf_threadpool *pool = NULL;
     assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
@@ -259,7 +259,7 @@ static void test_gemm_1x1(void **state)
 static void test_gemm_1x1_pixel_rows(void **state)
 {
     (void)state;
-    const cf_algo *algo = cf_registry_find("cpu.gemm_1x1");
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), "cpu.gemm_1x1");
     assert_non_null(algo);
     cf_threadpool *pool = NULL;
     assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
@@ -325,10 +325,10 @@ static void test_convtranspose_subpixel(void **state)
 static void test_applicability(void **state)
 {
     (void)state;
-    const cf_algo *g11 = cf_registry_find("cpu.gemm_1x1");
-    const cf_algo *i2c = cf_registry_find("cpu.im2col_gemm");
-    const cf_algo *ct = cf_registry_find("cpu.convtranspose_gemm");
-    const cf_algo *sp = cf_registry_find("cpu.convtranspose_subpixel");
+    const cf_algo *g11 = cf_backend_find(cf_backend_host(), "cpu.gemm_1x1");
+    const cf_algo *i2c = cf_backend_find(cf_backend_host(), "cpu.im2col_gemm");
+    const cf_algo *ct = cf_backend_find(cf_backend_host(), "cpu.convtranspose_gemm");
+    const cf_algo *sp = cf_backend_find(cf_backend_host(), "cpu.convtranspose_subpixel");
     assert_non_null(sp);
     assert_non_null(g11);
     assert_non_null(i2c);
@@ -376,7 +376,7 @@ static void test_errors(void **state)
                            "cpu.convtranspose_subpixel"};
     gen_kind kinds[] = {GEN_CONV, GEN_CONVT, GEN_CONVT_D1};
     for (int f = 0; f < 3; f++) {
-        const cf_algo *algo = cf_registry_find(names[f]);
+        const cf_algo *algo = cf_backend_find(cf_backend_host(), names[f]);
         convfind_conv_desc d;
         convfind_problem *p = NULL;
         while (p == NULL)

@@ -45,8 +45,10 @@ static convfind_context *context(const char *path, convfind_db_env_policy policy
  * candidates are the reference and im2col. */
 static void store_foreign(const char *path, const char *key)
 {
+    cf_fingerprint host;
+    assert_int_equal(cf_host_fingerprint(1, 0, &host), CONVFIND_OK);
     cf_db_config c;
-    cf_db_config_init(&c);
+    cf_db_config_init(&c, &host);
     c.path = path;
     c.quiet = true;
     snprintf(c.env.library, sizeof c.env.library, "0.0.1-old");
@@ -80,8 +82,10 @@ static cf_decision plan_and_read_back(const char *path, convfind_db_env_policy p
     convfind_problem_destroy(p);
     convfind_context_destroy(ctx);
 
+    cf_fingerprint host;
+    assert_int_equal(cf_host_fingerprint(1, 0, &host), CONVFIND_OK);
     cf_db_config c;
-    cf_db_config_init(&c);
+    cf_db_config_init(&c, &host);
     c.path = path;
     c.quiet = true;
     cf_db *db = NULL;

@@ -120,7 +120,7 @@ static void find_over(const cf_algo *const *list, int n, cf_decision *out)
     cf_algos_override(list, n);
     convfind_problem *p = tu_conv2d(1, 4, 8, 8, 4, 3, 1);
     cf_find_config cfg = {.budget_s = 0.05, .validate = true};
-    assert_int_equal(cf_find_measure(p, &cfg, out), CONVFIND_OK);
+    assert_int_equal(cf_find_measure(cf_backend_host(), NULL, p, &cfg, out), CONVFIND_OK);
     convfind_problem_destroy(p);
 }
 

@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
+#include "algo/registry.h"
 #include "convfind.h"
-#include "core/context.h"
 #include "problem/key.h"
 
 #define INTS(...)                                                                          \
@@ -241,7 +241,7 @@ static void test_data_never_in_key(void **state)
     }
     assert_string_equal(keys[0], keys[1]);
     cf_fingerprint fp;
-    cf_fingerprint_detect(&fp, 1, 0);
+    assert_int_equal(cf_host_fingerprint(1, 0, &fp), CONVFIND_OK);
     cf_key k;
     assert_int_equal(cf_key_make(p, &fp, &k), CONVFIND_OK);
     assert_string_equal(k.text, keys[0]);
@@ -342,7 +342,7 @@ static void test_detected_fingerprint(void **state)
 {
     (void)state;
     cf_fingerprint detected;
-    cf_fingerprint_detect(&detected, 3, 4096);
+    assert_int_equal(cf_host_fingerprint(3, 4096, &detected), CONVFIND_OK);
     assert_int_equal(detected.threads, 3);
     assert_int_equal(detected.ws_class, 12);
     assert_null(strpbrk(detected.cpu, ";:="));

@@ -1,0 +1,149 @@
+/*
+ * backend.h - the backend interface: what a place where convolutions run (the CPU, a
+ * CUDA device) offers the layers above it.
+ *
+ * A backend is one constant `cf_backend` table.  Everything above this layer (find/,
+ * core/) reaches a backend only through the table, never through its headers:
+ *   - the CPU backend (src/cpu/backend.c) is linked into the library and registered by
+ *     its symbol, cf_backend_cpu (algo/registry.c);
+ *   - the CUDA backend (src/cuda/backend.c) is a module, libconvfind_cuda.so, loaded on
+ *     first use (algo/module.h); its one exported symbol, CF_MODULE_ENTRY, returns its
+ *     table.  Because the module may be loaded into a program whose core library is
+ *     linked statically, what it needs of the core's state (the calling thread's error
+ *     message) comes through the cf_host_services table it gets from the entry.
+ *
+ * A backend's part in a context is its state: open() makes it from the context's
+ * options, close() frees it.  CPU: the thread count.  CUDA: the device, its allocator
+ * and workspace limit, and every host thread's cuDNN handle and finalized plans.
+ *
+ * Find (find/find.h) is one harness for every backend; `find` holds the hooks through
+ * which it prepares, runs and checks candidates on this backend (cf_find_hooks below).
+ */
+#ifndef CONVFIND_ALGO_BACKEND_H
+#define CONVFIND_ALGO_BACKEND_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "algo/algo.h"
+#include "convfind.h"
+#include "decision/decision.h"
+#include "problem/key.h"
+#include "problem/problem.h"
+#include "util/threadpool.h"
+
+/* The version of this interface and of every internal struct it passes (cf_problem,
+ * cf_algo, cf_exec_args, cf_candidate_stats, cf_fingerprint).  A module is used only when
+ * it was built against the same interface and the same library version. */
+#define CF_BACKEND_ABI 1
+
+/* A backend's own per-context state; each backend defines what it holds. */
+typedef struct cf_backend_state cf_backend_state;
+
+/* What open() gets from the context's options. */
+typedef struct cf_backend_config {
+    int threads;                         /* threads one execution uses (CPU) */
+    int device_index;                    /* device ordinal (device backends) */
+    convfind_device_allocator allocator; /* device workspace; alloc NULL: the backend's */
+    size_t workspace_limit;              /* bytes; 0: unlimited */
+} cf_backend_config;
+
+/* The candidate lists a Find may ask enumerate() for, beyond the vetted candidates that
+ * the heuristic choice also draws from.  Both are for a Find that validates every
+ * candidate against the reference, because neither kind is vouched for otherwise:
+ *   UNVETTED  candidates the backend's own heuristics do not list (cuDNN engines
+ *             outside its heuristics' lists);
+ *   INEXACT   forms whose accuracy depends on the engine (CUDA's split 3xTF32
+ *             configurations), accepted only within their own tolerance. */
+enum { CF_FIND_LIST_UNVETTED = 1, CF_FIND_LIST_INEXACT = 2 };
+#define CF_FIND_LIST_VALIDATING (CF_FIND_LIST_UNVETTED | CF_FIND_LIST_INEXACT)
+
+/* A backend's Find session (test tensors, reference output, timers) and one prepared
+ * candidate in it; each backend defines them. */
+typedef struct cf_find_bench cf_find_bench;
+typedef struct cf_find_ready cf_find_ready;
+
+/* How the Find harness (find/find.c) measures on this backend.  All hooks run on the
+ * thread running Find; a bench is used by that thread only. */
+typedef struct cf_find_hooks {
+    /* Optional: writes up to `cap` candidates of `p` in list order (the first usable one
+     * is the heuristic choice): algos[i] runs the form named stats[i].algo; stats[i]
+     * has its status (CF_CAND_OK, or CF_CAND_NOT_APPLICABLE) and, where known before
+     * preparing, its workspace_bytes; everything else zero.  `lists` adds the
+     * CF_FIND_LIST_* kinds.  Returns how many.  NULL: the backend's algorithm list
+     * (cf_backend_algos), each usable within `workspace_limit` or NOT_APPLICABLE. */
+    int (*enumerate)(const cf_backend_state *s, const cf_problem *p, size_t workspace_limit,
+                     unsigned lists, const cf_algo **algos, cf_candidate_stats *stats, int cap);
+    /* Test tensors of `p`, filled with non-zero values, and with `validate` the
+     * reference output.  On failure nothing is left to destroy. */
+    convfind_status (*bench_create)(const cf_backend_state *s, const cf_problem *p,
+                                    bool validate, size_t workspace_limit, cf_threadpool *pool,
+                                    cf_find_bench **out);
+    void (*bench_destroy)(cf_find_bench *b);
+    /* Prepares candidate `algo` (form c->algo) for runs: its state, workspace and packed
+     * weights.  Returns CF_CAND_OK with *out set, or the candidate's status when it
+     * cannot run (FAILED: it refused; ABANDONED: memory, no verdict; NOT_APPLICABLE:
+     * over the workspace limit) with nothing held.  May set c->workspace_bytes. */
+    cf_candidate_status (*prepare)(cf_find_bench *b, const cf_algo *algo,
+                                   cf_candidate_stats *c, cf_find_ready **out);
+    void (*release)(cf_find_bench *b, cf_find_ready *r);
+    /* Runs the candidate into a poisoned Y (so an unwritten output fails) and, when the
+     * bench validates, compares Y with the reference by the backend's bound.  *runs: how
+     * many runs that took (they count as warm-up runs).  False: FAILED. */
+    bool (*check)(cf_find_bench *b, cf_find_ready *r, int *runs);
+    /* One sample: `batch` runs back to back, the time per run in milliseconds. */
+    convfind_status (*sample)(cf_find_bench *b, cf_find_ready *r, int batch, double *ms);
+    /* Optional: waits for every queued run and clears what a refused one left behind;
+     * called after each candidate, before release. */
+    void (*synchronize)(cf_find_bench *b);
+    /* Optional (knob refinement): writes up to `cap` names of forms neighbouring form
+     * `name` (unvetted: a validating Find only) and returns how many. */
+    int (*neighbors)(cf_find_bench *b, const char *name, char (*names)[CF_ALGO_NAME_MAX],
+                     int cap);
+    /* A sample should last about this long (ms): the batch is sized from a first,
+     * single-run sample.  0: every sample is one run, and there is no first sample. */
+    double sample_target_ms;
+    /* Whether the close candidates are timed again in turns (find.h, final round). */
+    bool final_round;
+} cf_find_hooks;
+
+typedef struct cf_backend {
+    unsigned abi;                /* CF_BACKEND_ABI */
+    const char *name;            /* "cpu", "cuda": messages and the algorithm names' prefix */
+    bool device_memory;          /* tensors are device pointers and work goes on streams */
+    /* Most candidates one decision of this backend lists (the cache sizes entries by it);
+     * 0: the length of its algorithm list. */
+    int max_candidates;
+    /* Its per-context state, or a status naming why it cannot run (a device backend:
+     * CONVFIND_ERR_UNAVAILABLE without a driver, a device or its libraries). */
+    convfind_status (*open)(const cf_backend_config *config, cf_backend_state **out);
+    void (*close)(cf_backend_state *s); /* NULL allowed */
+    /* Fills the device part of decision keys measured with `s`: cpu (the device's name
+     * and versions), isa and threads; the caller sets ws_class.  Thread-safe. */
+    void (*fingerprint)(const cf_backend_state *s, cf_fingerprint *fp);
+    /* Optional (device backends): 1 when device `index` can be used now, else 0 with the
+     * reason in `why`.  Thread-safe. */
+    int (*available)(int index, char *why, size_t size);
+    /* Every algorithm of the backend, the reference last.  Static storage. */
+    const cf_algo *const *(*algorithms)(int *count);
+    const cf_algo *reference; /* runs every problem the library accepts: the last resort */
+    const cf_find_hooks *find;
+} cf_backend;
+
+/* What the core lends a module: the calling thread's error message.  A module's
+ * cf_fail()/cf_clear_error() (util/error.h) go through these. */
+typedef struct cf_host_services {
+    unsigned abi;        /* CF_BACKEND_ABI */
+    const char *version; /* CONVFIND_VERSION_STRING of the core */
+    void (*set_error)(const char *message);
+    void (*clear_error)(void);
+} cf_host_services;
+
+/* The module's entry: its backend table, or NULL with the reason in `why` (an ABI or
+ * version mismatch).  `host` outlives the module. */
+typedef const cf_backend *(*cf_module_entry_fn)(const cf_host_services *host, char *why,
+                                                size_t size);
+#define CF_MODULE_ENTRY cf_module_entry_v1
+#define CF_MODULE_ENTRY_NAME "cf_module_entry_v1"
+
+#endif /* CONVFIND_ALGO_BACKEND_H */

@@ -1,0 +1,255 @@
+/*
+ * find.c - the CPU backend's Find hooks (algo/backend.h, cf_find_hooks): host test
+ * tensors, the reference output, preparation with packed weights, timing on the host
+ * clock, and validation by a max-abs bound that depends on the algorithm's family.
+ *
+ * Timed the way a plan runs in steady state: with the context's thread pool, weights
+ * packed once, one run per sample (no batching: a CPU run is long next to the clock
+ * read), and the close candidates timed again in turns (cf_find_hooks.final_round).
+ */
+#include "cpu/find.h"
+
+#include <float.h>
+#include <math.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "cpu/registry.h"
+#include "util/error.h"
+
+double cf_cpu_error_factor(const char *family)
+{
+    static const struct {
+        const char *family;
+        double factor;
+    } table[] = {
+        {"reference", 1.0}, {"direct", 4.0},    {"gemm", 4.0}, {"im2col", 4.0},
+        {"depthwise", 4.0}, {"winograd", 64.0}, {"fft", 64.0},
+    };
+    for (size_t i = 0; family && i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(table[i].family, family) == 0)
+            return table[i].factor;
+    return 16.0;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
+}
+
+struct cf_find_bench {
+    const cf_problem *p;
+    cf_threadpool *pool;
+    bool validate;
+    float *x, *w, *b, *z, *y, *ref;
+    double ref_max;   /* max |ref| */
+    size_t reduction; /* multiply-adds summed into one output */
+};
+
+/* What one candidate's executions need: its state, workspace and packed weights. */
+struct cf_find_ready {
+    const cf_algo *a;
+    void *state, *ws, *packed;
+    size_t ws_size;
+};
+
+static void fill(float *v, size_t n, uint64_t seed)
+{
+    uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
+    for (size_t i = 0; i < n; i++) {
+        s ^= s << 13;
+        s ^= s >> 7;
+        s ^= s << 17;
+        /* 24 random bits mapped to (-1, 1), never exactly 0 */
+        v[i] = ((float)(int32_t)((s >> 40) & 0xffffff) - 8388607.5f) / 8388608.0f;
+    }
+}
+
+/* A test tensor of n floats starting a page, as large framework tensors (mmap-backed)
+ * do.  With malloc's 16-byte alignment the kernels' loads split lines in other places
+ * than on a caller's tensors; and where Y started up to 512 bytes after X modulo 4 KiB,
+ * loads of X waited on stores to Y that only shared their low address bits (dw c576
+ * 14x14, one thread: 157 -> 189-206 cycles a plane for cpu.depthwise_3x3), so Find
+ * ranked close candidates by an accident of its own allocations (y - x = 128 for dw
+ * c384 14x14 in the MobileNetV2 benchmark).  At least one float, as malloc(0) need not
+ * return a pointer. */
+static float *test_tensor(size_t n)
+{
+    return aligned_alloc(4096, ((n ? n : 1) * sizeof(float) + 4095) & ~(size_t)4095);
+}
+
+static void bench_destroy(cf_find_bench *bn)
+{
+    if (!bn)
+        return;
+    free(bn->x);
+    free(bn->w);
+    free(bn->b);
+    free(bn->z);
+    free(bn->y);
+    free(bn->ref);
+    free(bn);
+}
+
+static convfind_status run_once(const cf_find_bench *bn, const cf_algo *a, const void *state,
+                                const void *packed, void *ws, size_t ws_size, float *y)
+{
+    cf_exec_args args = {
+        .x = bn->x, .w = bn->w, .packed_w = packed, .y = y, .workspace = ws,
+        .workspace_size = ws_size,
+        .b = bn->p->has_bias ? bn->b : NULL, .z = bn->p->has_residual ? bn->z : NULL,
+        .pool = bn->pool,
+    };
+    return a->execute(bn->p, state, &args);
+}
+
+static convfind_status bench_reference(cf_find_bench *bn)
+{
+    convfind_status st = run_once(bn, &cf_algo_cpu_reference, NULL, NULL, NULL, 0, bn->ref);
+    if (st != CONVFIND_OK)
+        return st;
+    for (size_t i = 0; i < bn->p->y_elems; i++)
+        if (fabsf(bn->ref[i]) > bn->ref_max)
+            bn->ref_max = fabsf(bn->ref[i]);
+    return CONVFIND_OK;
+}
+
+static convfind_status bench_create(const cf_backend_state *s, const cf_problem *p,
+                                    bool validate, size_t workspace_limit, cf_threadpool *pool,
+                                    cf_find_bench **out)
+{
+    (void)s;
+    (void)workspace_limit; /* usable() already left out every candidate over it */
+    *out = NULL;
+    cf_find_bench *bn = calloc(1, sizeof *bn);
+    if (!bn)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate Find's bench");
+    bn->p = p;
+    bn->pool = pool;
+    bn->validate = validate;
+    size_t yb = p->y_elems ? p->y_elems : 1;
+    bn->x = test_tensor(p->x_elems);
+    bn->w = test_tensor(p->w_elems);
+    bn->b = test_tensor((size_t)p->m);
+    bn->z = test_tensor(yb);
+    bn->y = test_tensor(yb);
+    bn->ref = test_tensor(yb);
+    if (!bn->x || !bn->w || !bn->b || !bn->z || !bn->y || !bn->ref) {
+        bench_destroy(bn);
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY,
+                       "cannot allocate Find's test tensors (%zu + %zu + 3 x %zu floats)",
+                       p->x_elems, p->w_elems, p->y_elems);
+    }
+    fill(bn->x, p->x_elems, 1);
+    fill(bn->w, p->w_elems, 2);
+    fill(bn->b, (size_t)p->m, 3);
+    fill(bn->z, p->y_elems, 4);
+    bn->reduction = (size_t)cf_cin_per_group(p) * (size_t)p->k_sp;
+    convfind_status st = validate ? bench_reference(bn) : CONVFIND_OK;
+    if (st != CONVFIND_OK) {
+        bench_destroy(bn);
+        return st;
+    }
+    *out = bn;
+    return CONVFIND_OK;
+}
+
+static void release(cf_find_bench *bn, cf_find_ready *rd)
+{
+    (void)bn;
+    if (rd->packed && rd->a->free_packed)
+        rd->a->free_packed(rd->packed);
+    free(rd->ws);
+    if (rd->a->release)
+        rd->a->release(rd->state);
+    free(rd);
+}
+
+/* State, workspace and packed weights; the workspace size is c->workspace_bytes, found
+ * when the candidate was listed. */
+static cf_candidate_status prepare(cf_find_bench *bn, const cf_algo *a, cf_candidate_stats *c,
+                                   cf_find_ready **out)
+{
+    *out = NULL;
+    cf_find_ready *rd = calloc(1, sizeof *rd);
+    if (!rd)
+        return CF_CAND_ABANDONED; /* memory: no verdict */
+    rd->a = a;
+    rd->ws_size = c->workspace_bytes;
+    if (a->prepare && a->prepare(bn->p, &rd->state) != CONVFIND_OK) {
+        free(rd); /* nothing to release */
+        return CF_CAND_FAILED;
+    }
+    size_t rounded = (rd->ws_size + 63) & ~(size_t)63;
+    if (rd->ws_size && (rounded < rd->ws_size || !(rd->ws = aligned_alloc(64, rounded)))) {
+        /* No verdict: memory may be available later (DESIGN.md: an out-of-memory during
+         * Find must not pin a slow fallback). */
+        release(bn, rd);
+        return CF_CAND_ABANDONED;
+    }
+    /* Timed as a plan runs with weights packed once (convfind_packed_weights_create),
+     * the steady state of inference: charged with packing on every run, direct and
+     * Winograd kernels lost ResNet-50's res5 3x3 to im2col (1.45 ms) although they take
+     * 0.9 and 0.7 ms with packed weights. */
+    if (a->pack_weights && a->pack_weights(bn->p, rd->state, bn->w, &rd->packed) != CONVFIND_OK) {
+        release(bn, rd); /* an allocation, like the workspace: no verdict */
+        return CF_CAND_ABANDONED;
+    }
+    *out = rd;
+    return CF_CAND_OK;
+}
+
+static bool matches_reference(const cf_find_bench *bn, const cf_algo *a)
+{
+    double bound = cf_cpu_error_factor(a->family) * FLT_EPSILON * (double)(bn->reduction + 1) *
+                   (1.0 + bn->ref_max);
+    for (size_t i = 0; i < bn->p->y_elems; i++) {
+        double d = fabs((double)bn->y[i] - (double)bn->ref[i]);
+        if (!(d <= bound)) /* also catches NaN: the output was not written */
+            return false;
+    }
+    return true;
+}
+
+/* One run into a NaN-filled Y (so an unwritten output fails); true when it succeeded
+ * and, when validating, matched the reference. */
+static bool validated_run(const cf_find_bench *bn, const cf_find_ready *rd, const void *packed)
+{
+    for (size_t i = 0; i < bn->p->y_elems; i++)
+        bn->y[i] = NAN;
+    return run_once(bn, rd->a, rd->state, packed, rd->ws, rd->ws_size, bn->y) == CONVFIND_OK &&
+           (!bn->validate || matches_reference(bn, rd->a));
+}
+
+/* Both paths an execution may take are checked: without packed weights (plans whose
+ * caller packs nothing, fallbacks) and with them (the one timed). */
+static bool check(cf_find_bench *bn, cf_find_ready *rd, int *runs)
+{
+    *runs = rd->packed ? 2 : 1;
+    return validated_run(bn, rd, NULL) && (!rd->packed || validated_run(bn, rd, rd->packed));
+}
+
+static convfind_status sample(cf_find_bench *bn, cf_find_ready *rd, int batch, double *ms)
+{
+    convfind_status st = CONVFIND_OK;
+    double t0 = now_s();
+    for (int i = 0; i < batch && st == CONVFIND_OK; i++)
+        st = run_once(bn, rd->a, rd->state, rd->packed, rd->ws, rd->ws_size, bn->y);
+    *ms = (now_s() - t0) * 1e3 / batch;
+    return st;
+}
+
+const cf_find_hooks cf_cpu_find_hooks = {
+    .bench_create = bench_create,
+    .bench_destroy = bench_destroy,
+    .prepare = prepare,
+    .release = release,
+    .check = check,
+    .sample = sample,
+    .sample_target_ms = 0,
+    .final_round = true,
+};
