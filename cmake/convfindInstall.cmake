@@ -1,10 +1,14 @@
 # convfindInstall.cmake - install rules and the exported package: the shared and static
-# libraries, the public headers, convfindConfig.cmake (+ version file) and convfind.pc.
+# libraries, the public headers, the CUDA backend module where it is built,
+# convfindConfig.cmake (+ version file), convfind.pc and convfind-cuda.pc.
 # Included once from the top-level CMakeLists.txt after the library targets exist.
 # The library's external dependencies come from CONVFIND_DEPENDENCY_PACKAGES (CMake
 # package names, found again by convfindConfig.cmake for the static target) and
 # CONVFIND_PC_REQUIRES_PRIVATE (pkg-config module names), both set next to the
-# find_package() calls in the top-level CMakeLists.txt.
+# find_package() calls in the top-level CMakeLists.txt.  None of them is a CUDA
+# package: the CUDA backend is a module the library loads at run time, which a program
+# never links, so the package offers it as the optional component `cuda`
+# (convfind::cuda, an imported MODULE target naming the installed file).
 include(CMakePackageConfigHelpers)
 
 set(CONVFIND_INSTALL_CMAKEDIR ${CMAKE_INSTALL_LIBDIR}/cmake/convfind
@@ -23,6 +27,15 @@ install(FILES ${PROJECT_SOURCE_DIR}/include/convfind.h
 install(EXPORT convfindTargets
         NAMESPACE convfind::
         DESTINATION ${CONVFIND_INSTALL_CMAKEDIR})
+# The module goes next to libconvfind.so, the first place the library looks for it.
+if(TARGET convfind_cuda)
+  set_target_properties(convfind_cuda PROPERTIES EXPORT_NAME cuda)
+  install(TARGETS convfind_cuda EXPORT convfindCudaTargets
+          LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  install(EXPORT convfindCudaTargets
+          NAMESPACE convfind::
+          DESTINATION ${CONVFIND_INSTALL_CMAKEDIR})
+endif()
 configure_package_config_file(${PROJECT_SOURCE_DIR}/cmake/convfindConfig.cmake.in
                               ${PROJECT_BINARY_DIR}/convfindConfig.cmake
                               INSTALL_DESTINATION ${CONVFIND_INSTALL_CMAKEDIR})
@@ -54,6 +67,16 @@ foreach(_kind LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 list(JOIN CONVFIND_PC_REQUIRES_PRIVATE " " CONVFIND_PC_REQUIRES_PRIVATE_TEXT)
+set(CONVFIND_PC_LIBS_PRIVATE -lpthread -lm)
+foreach(_lib ${CMAKE_DL_LIBS})
+  list(APPEND CONVFIND_PC_LIBS_PRIVATE -l${_lib})
+endforeach()
+list(JOIN CONVFIND_PC_LIBS_PRIVATE " " CONVFIND_PC_LIBS_PRIVATE_TEXT)
 configure_file(${PROJECT_SOURCE_DIR}/cmake/convfind.pc.in
                ${PROJECT_BINARY_DIR}/convfind.pc @ONLY)
 install(FILES ${PROJECT_BINARY_DIR}/convfind.pc DESTINATION ${_pc_dir})
+if(TARGET convfind_cuda)
+  configure_file(${PROJECT_SOURCE_DIR}/cmake/convfind-cuda.pc.in
+                 ${PROJECT_BINARY_DIR}/convfind-cuda.pc @ONLY)
+  install(FILES ${PROJECT_BINARY_DIR}/convfind-cuda.pc DESTINATION ${_pc_dir})
+endif()

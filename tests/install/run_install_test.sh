@@ -2,18 +2,24 @@
 # run_install_test.sh - ctest's "install" test: installs a convfind build into a prefix
 # under WORK_DIR, then builds and runs example/example.c against that prefix only:
 # with find_package(convfind) (shared and static targets) and with pkg-config (shared,
-# and static from `pkg-config --static`).  Writes nothing outside WORK_DIR except the
+# and static from `pkg-config --static`), none of which may need CUDA.  With MODULE
+# "cuda" (the build made the CUDA backend module) it also builds example_cuda/ against
+# find_package(convfind COMPONENTS cuda), which must skip honestly without a GPU; with
+# "none" that component must not be found.  Writes nothing outside WORK_DIR except the
 # install_manifest.txt that `cmake --install` leaves in BUILD_DIR.
 #
-# usage: run_install_test.sh BUILD_DIR WORK_DIR EXAMPLE_DIR C_COMPILER LIBDIR [SANITIZE_FLAGS]
+# usage: run_install_test.sh BUILD_DIR WORK_DIR EXAMPLE_DIR C_COMPILER LIBDIR cuda|none
+#                            [SANITIZE_FLAGS]
 set -euo pipefail
 
-if [ $# -lt 5 ]; then
-    echo "usage: $0 BUILD_DIR WORK_DIR EXAMPLE_DIR C_COMPILER LIBDIR [SANITIZE_FLAGS]" >&2
+if [ $# -lt 6 ]; then
+    echo "usage: $0 BUILD_DIR WORK_DIR EXAMPLE_DIR C_COMPILER LIBDIR cuda|none [SANITIZE_FLAGS]" >&2
     exit 2
 fi
-build=$1 work=$2 example=$3 cc=$4 libdir=$5 san_flags=${6:-}
+build=$1 work=$2 example=$3 cc=$4 libdir=$5 module=$6 san_flags=${7:-}
 prefix=$work/prefix
+example_cuda=$(dirname "$example")/example_cuda
+module_file=$prefix/$libdir/libconvfind_cuda.so
 # The example must compile warning-free as strict C11 with only the installed headers.
 cflags="-std=c11 -Wall -Wextra -Wpedantic -Werror $san_flags"
 
@@ -55,6 +61,19 @@ dynamic=$(readelf -d "$prefix/$libdir/libconvfind.so.$version")
 grep -q "SONAME.*\[libconvfind\.so\.$major\]" <<<"$dynamic" ||
     fail "SONAME of libconvfind.so.$version is not libconvfind.so.$major"
 echo "installed convfind $version: headers, libconvfind.so.$major, libconvfind.a, package files"
+# The installed library and tool load without CUDA; the module is there iff it was built.
+no_gpu=("$prefix/$libdir/libconvfind.so.$version")
+[ ! -f "$prefix/bin/convfind" ] || no_gpu+=("$prefix/bin/convfind")
+if [ "$module" = cuda ]; then
+    [ -f "$module_file" ] || fail "not installed: $libdir/libconvfind_cuda.so"
+    [ -f "$prefix/$libdir/pkgconfig/convfind-cuda.pc" ] || fail "not installed: convfind-cuda.pc"
+    bash "$(dirname "$0")/../link/check_no_gpu_needed.sh" --module "$module_file" "${no_gpu[@]}" ||
+        fail "an installed library or tool depends on CUDA, or the module exports too much"
+else
+    [ ! -e "$module_file" ] || fail "a CUDA module was installed by a build without one"
+    bash "$(dirname "$0")/../link/check_no_gpu_needed.sh" "${no_gpu[@]}" ||
+        fail "an installed library or tool depends on CUDA"
+fi
 
 # needs_libconvfind EXE: true when EXE loads libconvfind.so from the prefix.  ldd's
 # output is taken whole first: `ldd | grep -q` fails under pipefail whenever grep's early
@@ -74,9 +93,11 @@ run_example() {
     [ "$status" -eq 0 ] || fail "$name (linked with $2) exited with status $status"
 }
 
-echo "== find_package(convfind)"
+echo "== find_package(convfind), with CUDA out of reach"
+# CMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit: the CPU package must not look for CUDA at all.
 cmake -S "$example" -B "$work/cmake-build" -DCMAKE_BUILD_TYPE=Release \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$cflags" -DCMAKE_PREFIX_PATH="$prefix" \
+    -DCMAKE_DISABLE_FIND_PACKAGE_CUDAToolkit=TRUE --no-warn-unused-cli \
     >"$work/cmake-configure.log" || { cat "$work/cmake-configure.log"; fail "configuring the example"; }
 found=$(sed -n 's/^convfind_DIR:PATH=//p' "$work/cmake-build/CMakeCache.txt")
 [ "$found" = "$prefix/$libdir/cmake/convfind" ] || fail "find_package found convfind in '$found'"
@@ -92,6 +113,12 @@ run_example "$work/cmake-build/example_static" "convfind::convfind_static"
 echo "== pkg-config"
 export PKG_CONFIG_PATH=$prefix/$libdir/pkgconfig
 [ "$(pkg-config --modversion convfind)" = "$version" ] || fail "pkg-config --modversion convfind"
+! grep -Eiq 'cuda|cudnn' <<<"$(pkg-config --static --cflags --libs convfind)" ||
+    fail "convfind.pc names CUDA: $(pkg-config --static --cflags --libs convfind)"
+if [ "$module" = cuda ]; then
+    [ "$(pkg-config --variable=module convfind-cuda)" -ef "$module_file" ] ||
+        fail "convfind-cuda.pc names '$(pkg-config --variable=module convfind-cuda)' as the module"
+fi
 # shellcheck disable=SC2046,SC2086 # the flags are meant to be split into words
 "$cc" $cflags "$example/example.c" -o "$work/example_pkgconfig" $(pkg-config --cflags --libs convfind) -lm ||
     fail "building the example with pkg-config --cflags --libs convfind"
@@ -108,4 +135,20 @@ LD_LIBRARY_PATH=$prefix/$libdir needs_libconvfind "$work/example_pkgconfig" ||
     fail "example_pkgconfig does not load the installed libconvfind.so"
 run_example "$work/example_pkgconfig_static" "pkg-config --static --libs"
 
-echo "install test passed: find_package (shared, static) and pkg-config (shared, static)"
+echo "== find_package(convfind COMPONENTS cuda)"
+cuda_args=(-S "$example_cuda" -B "$work/cuda-build" -DCMAKE_BUILD_TYPE=Release
+    -DCMAKE_C_COMPILER="$cc" -DCMAKE_C_FLAGS="$cflags" -DCMAKE_PREFIX_PATH="$prefix")
+if [ "$module" = cuda ]; then
+    cmake "${cuda_args[@]}" >"$work/cuda-configure.log" ||
+        { cat "$work/cuda-configure.log"; fail "configuring example_cuda"; }
+    cmake --build "$work/cuda-build" >"$work/cuda-build.log" ||
+        { cat "$work/cuda-build.log"; fail "building example_cuda"; }
+    run_example "$work/cuda-build/example_cuda" "convfind::convfind, component cuda"
+    echo "install test passed: find_package (shared, static, component cuda) and pkg-config" \
+        "(shared, static, convfind-cuda)"
+else
+    ! cmake "${cuda_args[@]}" >"$work/cuda-configure.log" 2>&1 ||
+        fail "find_package(convfind COMPONENTS cuda) succeeded without an installed module"
+    echo "find_package(convfind COMPONENTS cuda) fails as it should: no module installed"
+    echo "install test passed: find_package (shared, static) and pkg-config (shared, static)"
+fi
