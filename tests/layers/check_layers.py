@@ -51,7 +51,6 @@ BACKEND_TOP = "algo"
 ALLOWED = [
     "bench/algo_layers.c",
     "bench/bench_cache.c",
-    "bench/bench_cpu.c",
     "bench/gpu/bench_convfind.c",
     "bench/gpu/legacy_find.c",
     "bench/gpu/split_accuracy.c",
