@@ -7,12 +7,15 @@
  * else ~/.cache/convfind/, else memory (DESIGN.md non-negotiable 7; docs/db.md has the
  * schema and the rules).
  *
- * The database never makes a call fail.  A location that cannot be written, a full
- * disk or a lock that cannot be taken turns the handle into an in-memory database with
- * one warning; a damaged, foreign or newer-schema file is renamed aside
- * ("<file>.quarantine-<time>-<pid>") with one warning and a fresh file takes its place.
- * Functions therefore return an error status only for bad arguments, out-of-memory, or
- * (import/export) a bad file the caller named.
+ * A file the user named (the explicit path or $CONVFIND_DB_PATH) is never swapped for
+ * memory: a named file that cannot be used is an error of cf_db_open.  At the default
+ * location a file that cannot be used gives way to memory with one warning.  A damaged
+ * or foreign file is renamed aside ("<file>.quarantine-<time>-<pid>") with one warning
+ * and a fresh file takes its place, but only by a process that could write it; a file
+ * this process cannot write, or one with a newer schema, is used read-only with one
+ * warning and never moved.  After opening, a database problem never fails a lookup or a
+ * store: a busy database is retried later, and a decision that still could not be
+ * stored is counted (cf_db_flush, cf_db_stats.unstored).
  *
  * Thread safety: a cf_db may be used by any number of threads at once; each call takes
  * the handle's mutex for the duration of its SQLite work.  Processes coordinate through
@@ -38,6 +41,16 @@
 
 typedef struct cf_db cf_db;
 
+/* What the handle is for, which decides what it may do to the file. */
+typedef enum cf_db_mode {
+    CF_DB_USE = 0, /* a context's: lookups and stores; quarantine and memory as above */
+    CF_DB_INSPECT, /* listing and verification: opens read-only and changes nothing (no
+                      directory, file, sidecar or quarantine); a missing file reads as
+                      empty; any problem with the file is an error */
+    CF_DB_MAINTAIN /* import, prune, vacuum: the file must be written; every problem that
+                      would mean read-only use or memory is an error instead */
+} cf_db_mode;
+
 typedef struct cf_db_config {
     const char *path;        /* user database file; NULL: the location order above */
     const char *system_path; /* read-only tier; NULL: $CONVFIND_SYSTEM_DB, else none */
@@ -45,24 +58,37 @@ typedef struct cf_db_config {
     cf_db_env env;           /* the environment decisions are made in now */
     int busy_timeout_ms;     /* how long a locked database is waited for; 0: 5000 */
     int lease_ms;            /* how long a lease lives without renewal; 0: 120000 */
-    bool quiet;              /* count warnings without printing them (tests, CLI --quiet) */
+    bool quiet;              /* count warnings without printing them (tests) */
+    cf_db_mode mode;         /* CF_DB_USE unless set */
 } cf_db_config;
 
 /* A config for decisions made on the host `host` (the environment cf_db_env_make()
- * describes; algo/registry.h, cf_host_fingerprint, detects it), policy RETUNE and the
- * default timeouts. */
+ * describes; algo/registry.h, cf_host_fingerprint, detects it), policy RETUNE, mode USE
+ * and the default timeouts. */
 void cf_db_config_init(cf_db_config *config, const cf_fingerprint *host);
 
-/* Opens both tiers.  Fails only for NULL arguments or out-of-memory; every file
- * problem ends in a working (maybe in-memory) handle and at most one warning each. */
+/* Opens both tiers.  Fails (CONVFIND_ERR_IO, the message names the file and the reason)
+ * when the user tier is a file the user named, or the mode is INSPECT or MAINTAIN, and
+ * that file cannot be used as the mode needs: an empty path, not a regular file, a
+ * directory that cannot be created, no permission, damaged (INSPECT, MAINTAIN), locked
+ * past the busy timeout.  Otherwise every file problem ends in a working handle and at
+ * most one warning each; a system tier that cannot be used is skipped with one
+ * warning. */
 convfind_status cf_db_open(const cf_db_config *config, cf_db **out);
 
-/* Closes the handle; releases this process's leases.  NULL allowed. */
+/* Stores what is still pending (cf_db_flush), closes the handle and releases this
+ * process's leases.  NULL allowed. */
 void cf_db_close(cf_db *db);
 
-/* The user database file in use, or CF_DB_MEMORY.  Valid until the next call. */
+/* The user database file (also a missing one under INSPECT), or CF_DB_MEMORY.  Valid
+ * until the handle is closed. */
 const char *cf_db_location(const cf_db *db);
+/* The user tier is a file (read-only or not). */
 bool cf_db_is_persistent(const cf_db *db);
+/* INSPECT: the file exists.  Other modes: the same as cf_db_is_persistent. */
+bool cf_db_exists(const cf_db *db);
+/* Stores are written to the file (not read-only, not memory). */
+bool cf_db_is_writable(const cf_db *db);
 
 /* Warnings issued by this handle so far, and the text of the latest ("" if none). */
 int cf_db_warning_count(const cf_db *db);
@@ -80,9 +106,19 @@ typedef enum cf_db_found {
 convfind_status cf_db_lookup(cf_db *db, const char *key, cf_decision *out, cf_db_found *found);
 
 /* Stores `n` decisions in one transaction, stamped with the environment, host and time,
- * and releases this process's leases on those keys in the same transaction. */
+ * and releases this process's leases on those keys in the same transaction.  A busy
+ * database (another process holds the write lock past the busy timeout) keeps the
+ * decisions pending: they are written with the next store or by cf_db_flush.  A
+ * decision that cannot reach the file (read-only, full disk, memory although a file was
+ * wanted) is counted as unstored, with one warning.  Fails only for bad arguments or
+ * out-of-memory. */
 convfind_status cf_db_store(cf_db *db, const char *const *keys, const cf_decision *decisions,
                             int n);
+
+/* Writes the pending decisions now, waiting up to the busy timeout, and counts those
+ * that still could not be written as unstored.  Returns the number of decisions this
+ * handle could not store since it was opened.  NULL: 0. */
+size_t cf_db_flush(cf_db *db);
 
 /* What the find path does after a miss in its in-memory cache (cf_db_begin). */
 typedef enum cf_db_action {
@@ -118,7 +154,9 @@ typedef struct cf_db_stats {
     size_t unreadable;     /* rows whose decision does not parse */
     size_t leases;         /* leases held now (live or not) */
     size_t system_records; /* system tier, all environments */
-    int64_t file_bytes;    /* size of the user file (-1 in memory) */
+    int64_t file_bytes;    /* size of the user file (-1 in memory or when missing) */
+    size_t pending;        /* decisions waiting for a busy database */
+    size_t unstored;       /* decisions that could not be stored (see cf_db_store) */
 } cf_db_stats;
 
 convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out);
@@ -128,14 +166,17 @@ convfind_status cf_db_export(cf_db *db, FILE *f, size_t *count);
 
 /* Reads JSON Lines from `f` (`name` is for messages) and stores every record in one
  * transaction, keeping the records' own environment and provenance.  All or nothing:
- * a bad line returns CONVFIND_ERR_IO naming the line and field, and nothing is stored. */
+ * a bad line (one longer than 1 MiB is refused as soon as it is, without reading the
+ * rest), a read error or an allocation failure returns an error naming the line, and
+ * nothing is stored. */
 convfind_status cf_db_import(cf_db *db, FILE *f, const char *name, size_t *count);
 
 /* Deletes records of other environments, unreadable rows and dead or expired leases. */
 convfind_status cf_db_prune(cf_db *db, size_t *removed);
 
 /* SQLite's integrity check plus a parse of every record.  CONVFIND_ERR_IO naming the
- * first problem when there is one; *bad gets the number of unreadable records. */
+ * first problem (on one line) when there is one, also when the file does not exist;
+ * *bad gets the number of unreadable records.  Changes nothing. */
 convfind_status cf_db_verify(cf_db *db, size_t *bad);
 
 /* Rebuilds the file to its minimal size (VACUUM). */

@@ -94,7 +94,8 @@ convfind_status cf_db_foreach(cf_db *db, const char *key, cf_db_record_fn fn, vo
     int rc = cf_db_run(db, walk_op, &a);
     pthread_mutex_unlock(&db->mu);
     if (rc != SQLITE_OK)
-        return cf_fail(CONVFIND_ERR_IO, "reading the database failed: %s", sqlite3_errstr(rc));
+        return cf_fail(CONVFIND_ERR_IO, "reading database %s failed: %s", cf_db_location(db),
+                       sqlite3_errstr(rc));
     return CONVFIND_OK;
 }
 
@@ -135,10 +136,15 @@ convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out)
     out->leases = (size_t)count_rows(db->user, "SELECT count(*) FROM leases");
     out->system_records = (size_t)count_rows(db->sys, "SELECT count(*) FROM decisions");
     struct stat st;
-    out->file_bytes = db->persistent && stat(db->file, &st) == 0 ? (int64_t)st.st_size : -1;
+    out->file_bytes = db->file && (db->persistent || db->exists) && stat(db->file, &st) == 0
+                          ? (int64_t)st.st_size
+                          : -1;
+    out->pending = db->n_pending;
+    out->unstored = db->unstored;
     pthread_mutex_unlock(&db->mu);
     if (rc != SQLITE_OK)
-        return cf_fail(CONVFIND_ERR_IO, "reading the database failed: %s", sqlite3_errstr(rc));
+        return cf_fail(CONVFIND_ERR_IO, "reading database %s failed: %s", cf_db_location(db),
+                       sqlite3_errstr(rc));
     return CONVFIND_OK;
 }
 
@@ -224,6 +230,76 @@ static int import_op(cf_db *db, sqlite3 *conn, void *varg)
     return rc;
 }
 
+/* Reads one line of `f` into `buf` (IMPORT_LINE_MAX + 1 bytes), without its newline.
+ * Returns 1 with *len set, 0 at the end of the input, -1 for a line longer than
+ * IMPORT_LINE_MAX (the rest of it is not read: a huge "line" must not be taken into
+ * memory first) and -2 for a read error. */
+static int read_line(FILE *f, char *buf, size_t *len)
+{
+    size_t n = 0;
+    int c;
+    while ((c = getc(f)) != EOF && c != '\n') {
+        if (n == IMPORT_LINE_MAX)
+            return -1;
+        buf[n++] = (char)c;
+    }
+    if (ferror(f))
+        return -2;
+    if (c == EOF && n == 0)
+        return 0;
+    while (n > 0 && buf[n - 1] == '\r')
+        n--;
+    buf[n] = '\0';
+    *len = n;
+    return 1;
+}
+
+/* Parses every line of `f` into a->records; nothing is stored here. */
+static convfind_status read_records(FILE *f, const char *name, import_arg *a)
+{
+    char *line = malloc(IMPORT_LINE_MAX + 1);
+    if (!line)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "%s: cannot allocate a line buffer", name);
+    size_t cap = 0, lineno = 0, len = 0;
+    convfind_status st = CONVFIND_OK;
+    int got;
+    while (st == CONVFIND_OK && (got = read_line(f, line, &len)) != 0) {
+        lineno++;
+        if (got == -1) {
+            st = cf_fail(CONVFIND_ERR_IO, "%s:%zu: line longer than %d bytes", name, lineno,
+                         IMPORT_LINE_MAX);
+            break;
+        }
+        if (got == -2) {
+            st = cf_fail(CONVFIND_ERR_IO, "%s:%zu: read error", name, lineno);
+            break;
+        }
+        if (len == 0)
+            continue;
+        if (a->n == cap) {
+            size_t ncap = cap ? 2 * cap : 64;
+            cf_db_record *r = realloc(a->records, ncap * sizeof *r);
+            if (!r) {
+                st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "%s:%zu: cannot hold %zu records", name,
+                             lineno, ncap);
+                break;
+            }
+            a->records = r;
+            cap = ncap;
+        }
+        if ((st = cf_db_record_from_jsonl(line, len, &a->records[a->n])) != CONVFIND_OK) {
+            char msg[400];
+            snprintf(msg, sizeof msg, "%s", convfind_last_error());
+            st = cf_fail(st == CONVFIND_ERR_OUT_OF_MEMORY ? st : CONVFIND_ERR_IO, "%s:%zu: %s",
+                         name, lineno, msg);
+            break;
+        }
+        a->n++;
+    }
+    free(line);
+    return st;
+}
+
 convfind_status cf_db_import(cf_db *db, FILE *f, const char *name, size_t *count)
 {
     if (!db || !f)
@@ -233,50 +309,14 @@ convfind_status cf_db_import(cf_db *db, FILE *f, const char *name, size_t *count
     if (count)
         *count = 0;
     import_arg a = {0};
-    size_t cap = 0, lineno = 0;
-    char *line = NULL;
-    size_t linecap = 0;
-    ssize_t len;
-    convfind_status st = CONVFIND_OK;
-    while (st == CONVFIND_OK && (len = getline(&line, &linecap, f)) >= 0) {
-        lineno++;
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            len--;
-        if (len == 0)
-            continue;
-        if (len > IMPORT_LINE_MAX) {
-            st = cf_fail(CONVFIND_ERR_IO, "%s:%zu: line of %zd bytes is longer than %d", name,
-                         lineno, len, IMPORT_LINE_MAX);
-            break;
-        }
-        if (a.n == cap) {
-            size_t ncap = cap ? 2 * cap : 64;
-            cf_db_record *r = realloc(a.records, ncap * sizeof *r);
-            if (!r) {
-                st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot hold %zu records", ncap);
-                break;
-            }
-            a.records = r;
-            cap = ncap;
-        }
-        if ((st = cf_db_record_from_jsonl(line, (size_t)len, &a.records[a.n])) != CONVFIND_OK) {
-            char msg[400];
-            snprintf(msg, sizeof msg, "%s", convfind_last_error());
-            st = cf_fail(CONVFIND_ERR_IO, "%s:%zu: %s", name, lineno, msg);
-            break;
-        }
-        a.n++;
-    }
-    free(line);
-    if (st == CONVFIND_OK && ferror(f))
-        st = cf_fail(CONVFIND_ERR_IO, "%s: read error after line %zu", name, lineno);
+    convfind_status st = read_records(f, name, &a);
     if (st == CONVFIND_OK && a.n > 0) {
         pthread_mutex_lock(&db->mu);
-        int rc = cf_db_run(db, import_op, &a);
+        int rc = db->writable ? cf_db_run(db, import_op, &a) : SQLITE_READONLY;
         pthread_mutex_unlock(&db->mu);
         if (rc != SQLITE_OK)
-            st = cf_fail(CONVFIND_ERR_IO, "storing %zu imported records failed: %s", a.n,
-                         sqlite3_errstr(rc));
+            st = cf_fail(CONVFIND_ERR_IO, "storing %zu imported records in %s failed: %s", a.n,
+                         cf_db_location(db), sqlite3_errstr(rc));
     }
     if (st == CONVFIND_OK && count)
         *count = a.n;
@@ -369,7 +409,8 @@ convfind_status cf_db_prune(cf_db *db, size_t *removed)
     if (removed)
         *removed = rc == SQLITE_OK ? p.removed : 0;
     if (rc != SQLITE_OK)
-        return cf_fail(CONVFIND_ERR_IO, "pruning the database failed: %s", sqlite3_errstr(rc));
+        return cf_fail(CONVFIND_ERR_IO, "pruning database %s failed: %s", cf_db_location(db),
+                       sqlite3_errstr(rc));
     return CONVFIND_OK;
 }
 
@@ -385,8 +426,10 @@ static int verify_op(cf_db *db, sqlite3 *conn, void *varg)
     int rc = sqlite3_prepare_v2(conn, "PRAGMA integrity_check", -1, &st, NULL);
     if (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *res = (const char *)sqlite3_column_text(st, 0);
-        if (!res || strcmp(res, "ok") != 0)
+        if (!res || strcmp(res, "ok") != 0) {
             snprintf(v->problem, sizeof v->problem, "integrity check: %.250s", res ? res : "?");
+            cf_db_one_line(v->problem);
+        }
         rc = SQLITE_OK;
     }
     sqlite3_finalize(st);
@@ -406,12 +449,18 @@ convfind_status cf_db_verify(cf_db *db, size_t *bad)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_verify: db is NULL");
     verify_arg v = {{0}, 0};
     pthread_mutex_lock(&db->mu);
-    int rc = cf_db_run(db, verify_op, &v);
+    /* Straight on the connection, not through cf_db_run: verification reports damage,
+     * it must never be what quarantines the file. */
+    bool missing = db->cfg.mode == CF_DB_INSPECT && db->file && !db->exists;
+    int rc = missing ? SQLITE_OK : db->user ? verify_op(db, db->user, &v) : SQLITE_CANTOPEN;
     pthread_mutex_unlock(&db->mu);
+    if (missing)
+        return cf_fail(CONVFIND_ERR_IO, "database %s does not exist", cf_db_location(db));
     if (bad)
         *bad = v.unreadable;
     if (rc != SQLITE_OK)
-        return cf_fail(CONVFIND_ERR_IO, "verifying the database failed: %s", sqlite3_errstr(rc));
+        return cf_fail(CONVFIND_ERR_IO, "verifying database %s failed: %s", cf_db_location(db),
+                       sqlite3_errstr(rc));
     if (v.problem[0])
         return cf_fail(CONVFIND_ERR_IO, "database %s: %s", cf_db_location(db), v.problem);
     return CONVFIND_OK;
@@ -432,6 +481,7 @@ convfind_status cf_db_vacuum(cf_db *db)
     int rc = cf_db_run(db, vacuum_op, NULL);
     pthread_mutex_unlock(&db->mu);
     if (rc != SQLITE_OK)
-        return cf_fail(CONVFIND_ERR_IO, "vacuum failed: %s", sqlite3_errstr(rc));
+        return cf_fail(CONVFIND_ERR_IO, "vacuuming database %s failed: %s", cf_db_location(db),
+                       sqlite3_errstr(rc));
     return CONVFIND_OK;
 }

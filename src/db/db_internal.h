@@ -1,7 +1,8 @@
 /*
- * db_internal.h - the cf_db handle and the helpers its three source files share:
- * db_open.c (locations, schema, quarantine, in-memory fallback), db_ops.c (lookup,
- * store, leases) and db_admin.c (listing, import/export, maintenance).
+ * db_internal.h - the cf_db handle and the helpers its source files share:
+ * db_open.c (the handle, locations, warnings), db_file.c (opening and checking files,
+ * read-only snapshots, quarantine, recovery during a query), db_ops.c (lookup, store,
+ * pending writes, leases) and db_admin.c (listing, import/export, maintenance).
  */
 #ifndef CONVFIND_DB_INTERNAL_H
 #define CONVFIND_DB_INTERNAL_H
@@ -13,33 +14,72 @@
 #include "db/db.h"
 #include "util/error.h"
 
+/* Long enough for a whole key (CF_DB_KEY_MAX) and an environment in one warning. */
+#define CF_DB_WARNING_MAX 5120
+
+/* One decision as it is written: what a store needs and what a retry keeps. */
+typedef struct cf_db_row {
+    char *key, *algo, *json, *bad;
+} cf_db_row;
+
 struct cf_db {
     pthread_mutex_t mu;   /* guards everything below; SQLite is opened NOMUTEX */
     cf_db_config cfg;     /* cfg.path / cfg.system_path point at the copies below */
     char *path_copy, *system_copy;
-    char *file;           /* the resolved user file, or NULL when memory was asked for */
+    char *file;           /* the resolved user file; NULL when memory was asked for or
+                             there is no location at all */
+    bool named;           /* `file` came from cfg.path or $CONVFIND_DB_PATH */
+    bool memory_wanted;   /* memory was asked for (":memory:"): no loss to report */
     sqlite3 *user;        /* never NULL after cf_db_open */
     sqlite3 *sys;         /* NULL when there is no usable system tier */
-    bool persistent;      /* user is `file`, not memory */
+    bool persistent;      /* user is `file` */
+    bool writable;        /* user may be written (the file read-write, or memory) */
+    bool exists;          /* INSPECT: `file` exists; user is an empty database if not */
+    bool snapshot;        /* user was opened immutable (no other process had it open):
+                             reopened when that changes (db_file.c) */
     dev_t dev;            /* identity of the file user has open, so a quarantine never */
     ino_t ino;            /* renames a fresh file another process put in its place */
+    int64_t snap_mtime_ns, snap_size;
+    cf_db_row *pending;   /* decisions waiting for a busy database */
+    size_t n_pending;
+    int64_t retry_at_ms;  /* no write is tried before this after the database was busy */
+    size_t unstored;      /* decisions that never reached the file */
     char host[256];
     int warnings;
-    char last_warning[512];
-    bool warned_foreign, warned_unreadable;
+    char last_warning[CF_DB_WARNING_MAX];
+    bool warned_foreign, warned_unreadable, warned_read, warned_busy, warned_unstored;
 };
 
-/* Prints "convfind: warning: ..." (unless quiet) and counts it.  Caller holds mu. */
+/* Prints "convfind: warning: ..." (unless quiet) on one line, control characters
+ * replaced by spaces, and counts it.  Caller holds mu. */
 void cf_db_warn(cf_db *db, const char *fmt, ...) CF_PRINTF(2, 3);
+
+/* Replaces every control character of `s` (newlines of SQLite's integrity reports)
+ * by a space, so that a message stays on one line. */
+void cf_db_one_line(char *s);
 
 /* One unit of SQLite work on a connection; returns an SQLite result code. */
 typedef int (*cf_db_op)(cf_db *db, sqlite3 *conn, void *arg);
 
-/* Runs `op` on the user tier and recovers from what the file did to it: a damaged file
- * is quarantined and replaced, an unusable one (read-only, full, unlockable) gives way
- * to memory, each with one warning, and `op` runs again.  Returns the final SQLite
- * code.  Caller holds mu. */
+/* Runs `op` on the user tier.  A snapshot is reopened first if another process has
+ * opened the file since; a damaged file found by `op` is quarantined and replaced (only
+ * on a handle that writes the file) and `op` runs again.  Returns the final SQLite code,
+ * SQLITE_OK for OK, DONE and ROW.  Nothing else is done about a failure: the caller
+ * decides.  Caller holds mu. */
 int cf_db_run(cf_db *db, cf_db_op op, void *arg);
+
+/* Opens the user tier for cfg.mode (db_file.c): CONVFIND_OK, or an error naming the
+ * file when the mode or a named file forbids the fallback. */
+convfind_status cf_db_open_user(cf_db *db);
+
+/* Opens the system tier, or skips it with one warning. */
+void cf_db_open_system(cf_db *db);
+
+/* Replaces the user connection by an empty in-memory database. */
+void cf_db_open_memory(cf_db *db);
+
+/* SQLITE_BUSY or SQLITE_LOCKED, with any extended code. */
+bool cf_db_rc_busy(int rc);
 
 /* Execs SQL without results; returns the SQLite code. */
 int cf_db_exec(sqlite3 *conn, const char *sql);

@@ -2,6 +2,13 @@
  * db_ops.c - the find path's use of the database: lookup across tiers with the
  * environment check, batched stores, and leases between processes (see db.h).
  *
+ * Stores go through a pending list: a decision is appended, then every pending one is
+ * written in one transaction.  When another process holds the write lock past the busy
+ * timeout they stay pending and the handle tries no write (store or lease) for another
+ * busy timeout, so that a locked database costs one wait, not one per key; the next
+ * store after that, or cf_db_flush at the latest, writes them.  Nothing is ever
+ * dropped without being counted in `unstored`.
+ *
  * A lease row (key, pid, host, expires_ms) says "this process is benchmarking this
  * key".  It is taken and checked inside one write transaction, so two processes can
  * never both believe they hold it.  It stops protecting its key when it expires or,
@@ -81,11 +88,21 @@ static void warn_foreign(cf_db *db, const char *key)
     db->warned_foreign = true;
     char env[420];
     cf_db_env_describe(&db->cfg.env, env, sizeof env);
-    cf_db_warn(db, "stored decisions (first: key %.120s) were measured in another environment "
-               "than %.300s; %s", key, env,
+    /* The whole key: a key cut in the middle of a field names another problem. */
+    cf_db_warn(db, "stored decisions (first: key %s) were measured in another environment "
+               "than %s; %s", key, env,
                db->cfg.env_policy == CONVFIND_DB_ENV_RETUNE
                    ? "re-timing their top candidates"
                    : "ignoring them (db_env_policy IGNORE)");
+}
+
+/* A read that failed is a miss; it is said once, and never changes the handle. */
+static void read_failed(cf_db *db, const char *what, int rc)
+{
+    if (db->warned_read)
+        return;
+    db->warned_read = true;
+    cf_db_warn(db, "reading %s failed (%s); treating it as a miss", what, sqlite3_errstr(rc));
 }
 
 /* cf_db_lookup without the lock and the argument checks. */
@@ -93,9 +110,13 @@ static cf_db_found lookup_locked(cf_db *db, const char *key, cf_decision *out)
 {
     lookup_arg u = {.key = key, .env = &db->cfg.env};
     lookup_arg s = u;
-    cf_db_run(db, tier_lookup, &u);
+    int rc = cf_db_run(db, tier_lookup, &u);
+    if (rc != SQLITE_OK) {
+        read_failed(db, db->file ? db->file : "the database", rc);
+        u.found = false;
+    }
     if (!(u.found && u.exact) && db->sys) {
-        int rc = tier_lookup(db, db->sys, &s);
+        rc = tier_lookup(db, db->sys, &s);
         if (rc != SQLITE_DONE && rc != SQLITE_OK) {
             cf_db_warn(db, "system database became unreadable (%s); ignoring it",
                        sqlite3_errstr(rc));
@@ -137,12 +158,23 @@ convfind_status cf_db_lookup(cf_db *db, const char *key, cf_decision *out, cf_db
     return CONVFIND_OK;
 }
 
-typedef struct store_arg {
-    const char *const *keys;
-    const cf_decision *decisions;
-    char **json;
-    int n;
-} store_arg;
+/* More pending decisions than this are not kept waiting: they count as unstored. */
+#define PENDING_MAX 4096
+
+static void row_free(cf_db_row *r)
+{
+    free(r->key);
+    free(r->algo);
+    free(r->json);
+    free(r->bad);
+}
+
+static void drop_pending(cf_db *db)
+{
+    for (size_t i = 0; i < db->n_pending; i++)
+        row_free(&db->pending[i]);
+    db->n_pending = 0;
+}
 
 static int bind_env(sqlite3_stmt *st, int first, const cf_db_env *env)
 {
@@ -154,11 +186,12 @@ static int bind_env(sqlite3_stmt *st, int first, const cf_db_env *env)
     return rc;
 }
 
-/* One write transaction for the whole batch: either every record lands or none does,
- * and a process killed in the middle leaves only uncommitted WAL frames behind. */
+/* One write transaction for every pending decision: either every record lands or none
+ * does, and a process killed in the middle leaves only uncommitted WAL frames behind.
+ * This process's leases on those keys are released in the same transaction. */
 static int store_op(cf_db *db, sqlite3 *conn, void *varg)
 {
-    store_arg *a = varg;
+    (void)varg;
     int rc = cf_db_exec(conn, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK)
         return rc;
@@ -172,21 +205,20 @@ static int store_op(cf_db *db, sqlite3 *conn, void *varg)
         rc = sqlite3_prepare_v2(conn, "DELETE FROM leases WHERE key=?1 AND pid=?2 AND host=?3",
                                 -1, &del, NULL);
     int64_t now = cf_db_now_ms() / 1000;
-    for (int i = 0; rc == SQLITE_OK && i < a->n; i++) {
-        char bad[1024];
-        cf_db_bad_candidates(&a->decisions[i], bad, sizeof bad);
+    for (size_t i = 0; rc == SQLITE_OK && i < db->n_pending; i++) {
+        const cf_db_row *r = &db->pending[i];
         sqlite3_reset(ins);
-        sqlite3_bind_text(ins, 1, a->keys[i], -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 1, r->key, -1, SQLITE_STATIC);
         bind_env(ins, 2, &db->cfg.env);
-        sqlite3_bind_text(ins, 5, a->decisions[i].algo, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 6, a->json[i], -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 7, bad, -1, SQLITE_TRANSIENT);
+        sqlite3_bind_text(ins, 5, r->algo, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 6, r->json, -1, SQLITE_STATIC);
+        sqlite3_bind_text(ins, 7, r->bad, -1, SQLITE_STATIC);
         sqlite3_bind_text(ins, 8, db->host, -1, SQLITE_STATIC);
         sqlite3_bind_int64(ins, 9, now);
         rc = sqlite3_step(ins);
         if (rc == SQLITE_DONE) {
             sqlite3_reset(del);
-            sqlite3_bind_text(del, 1, a->keys[i], -1, SQLITE_STATIC);
+            sqlite3_bind_text(del, 1, r->key, -1, SQLITE_STATIC);
             sqlite3_bind_int64(del, 2, (sqlite3_int64)getpid());
             sqlite3_bind_text(del, 3, db->host, -1, SQLITE_STATIC);
             rc = sqlite3_step(del);
@@ -203,6 +235,64 @@ static int store_op(cf_db *db, sqlite3 *conn, void *varg)
     return rc;
 }
 
+static void count_unstored(cf_db *db, size_t n, const char *why)
+{
+    db->unstored += n;
+    if (db->warned_unstored)
+        return;
+    db->warned_unstored = true;
+    cf_db_warn(db, "could not store %zu decision(s) in %s (%s); they are kept in this process "
+               "only", n, db->file ? db->file : CF_DB_MEMORY, why);
+}
+
+/* Writes the pending decisions.  A busy database keeps them pending for the next try,
+ * unless `final`; everything else that stops them counts them as unstored. */
+static void write_pending(cf_db *db, bool final)
+{
+    if (db->n_pending == 0 || (!final && cf_db_now_ms() < db->retry_at_ms))
+        return;
+    if (db->persistent && !db->writable) {
+        count_unstored(db, db->n_pending, "the file is used read-only");
+        drop_pending(db);
+        return;
+    }
+    int rc = cf_db_run(db, store_op, NULL);
+    if (rc == SQLITE_OK) {
+        /* In memory although a file was wanted: the decisions end with the process. */
+        if (!db->persistent && !db->memory_wanted)
+            count_unstored(db, db->n_pending, "the database is in memory");
+        drop_pending(db);
+        return;
+    }
+    if (cf_db_rc_busy(rc) && !final && db->n_pending < PENDING_MAX) {
+        db->retry_at_ms = cf_db_now_ms() + db->cfg.busy_timeout_ms;
+        if (!db->warned_busy) {
+            db->warned_busy = true;
+            cf_db_warn(db, "database %s is locked by another process; decisions are stored "
+                       "when it is free", db->file ? db->file : CF_DB_MEMORY);
+        }
+        return;
+    }
+    count_unstored(db, db->n_pending, sqlite3_errstr(rc));
+    drop_pending(db);
+}
+
+/* Encodes decision `d` of `key` as the row store_op writes. */
+static convfind_status make_row(const char *key, const cf_decision *d, cf_db_row *r)
+{
+    char bad[1024];
+    cf_db_bad_candidates(d, bad, sizeof bad);
+    memset(r, 0, sizeof *r);
+    r->key = strdup(key);
+    r->algo = strdup(d->algo);
+    r->json = cf_db_decision_to_json(d);
+    r->bad = strdup(bad);
+    if (r->key && r->algo && r->json && r->bad)
+        return CONVFIND_OK;
+    row_free(r);
+    return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot encode a decision");
+}
+
 convfind_status cf_db_store(cf_db *db, const char *const *keys, const cf_decision *decisions,
                             int n)
 {
@@ -211,32 +301,49 @@ convfind_status cf_db_store(cf_db *db, const char *const *keys, const cf_decisio
                        "be NULL");
     if (n < 0)
         return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "cf_db_store: n = %d is negative", n);
-    char **json = calloc((size_t)n + 1, sizeof *json);
-    if (!json)
-        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d records", n);
-    convfind_status st = CONVFIND_OK;
-    for (int i = 0; i < n && st == CONVFIND_OK; i++) {
+    for (int i = 0; i < n; i++) {
         if (!keys[i])
-            st = cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_store: keys[%d] is NULL", i);
-        else if ((st = cf_db_check_key(keys[i])) != CONVFIND_OK)
-            st = cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "cf_db_store: keys[%d]: %s", i,
-                         convfind_last_error());
-        else if (!(json[i] = cf_db_decision_to_json(&decisions[i])))
-            st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot encode decision %d", i);
+            return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_store: keys[%d] is NULL", i);
+        if (cf_db_check_key(keys[i]) != CONVFIND_OK)
+            return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "cf_db_store: keys[%d]: %s", i,
+                           convfind_last_error());
     }
-    if (st == CONVFIND_OK && n > 0) {
-        store_arg a = {.keys = keys, .decisions = decisions, .json = json, .n = n};
-        pthread_mutex_lock(&db->mu);
-        int rc = cf_db_run(db, store_op, &a);
-        if (rc != SQLITE_OK)
-            cf_db_warn(db, "could not store %d decision(s) (%s); they stay in memory only", n,
-                       sqlite3_errstr(rc));
-        pthread_mutex_unlock(&db->mu);
+    cf_db_row *rows = calloc((size_t)n + 1, sizeof *rows);
+    convfind_status st = rows ? CONVFIND_OK
+                              : cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot hold %d records", n);
+    int made = 0;
+    while (st == CONVFIND_OK && made < n && (st = make_row(keys[made], &decisions[made],
+                                                           &rows[made])) == CONVFIND_OK)
+        made++;
+    pthread_mutex_lock(&db->mu);
+    cf_db_row *grown = st == CONVFIND_OK
+                           ? realloc(db->pending, (db->n_pending + (size_t)n + 1) * sizeof *grown)
+                           : NULL;
+    if (st == CONVFIND_OK && !grown)
+        st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot hold %d records", n);
+    if (st == CONVFIND_OK) {
+        db->pending = grown;
+        memcpy(db->pending + db->n_pending, rows, (size_t)n * sizeof *rows);
+        db->n_pending += (size_t)n;
+        write_pending(db, false);
     }
-    for (int i = 0; i < n; i++)
-        free(json[i]);
-    free(json);
+    pthread_mutex_unlock(&db->mu);
+    if (st != CONVFIND_OK)
+        for (int i = 0; i < made; i++)
+            row_free(&rows[i]);
+    free(rows);
     return st;
+}
+
+size_t cf_db_flush(cf_db *db)
+{
+    if (!db)
+        return 0;
+    pthread_mutex_lock(&db->mu);
+    write_pending(db, true);
+    size_t n = db->unstored;
+    pthread_mutex_unlock(&db->mu);
+    return n;
 }
 
 typedef struct lease_arg {
@@ -292,11 +399,17 @@ static int lease_op(cf_db *db, sqlite3 *conn, void *varg)
 }
 
 /* cf_db_lease_acquire without the lock.  Where the lease table cannot be written the
- * process benchmarks anyway: a lease only saves work, it never guards correctness. */
+ * process benchmarks anyway: a lease only saves work, it never guards correctness.  A
+ * database that was just found busy is not waited for again for every key. */
 static bool acquire_locked(cf_db *db, const char *key)
 {
+    if (!db->writable || cf_db_now_ms() < db->retry_at_ms)
+        return true;
     lease_arg a = {.key = key};
-    return cf_db_run(db, lease_op, &a) != SQLITE_OK || a.acquired;
+    int rc = cf_db_run(db, lease_op, &a);
+    if (cf_db_rc_busy(rc))
+        db->retry_at_ms = cf_db_now_ms() + db->cfg.busy_timeout_ms;
+    return rc != SQLITE_OK || a.acquired;
 }
 
 convfind_status cf_db_lease_acquire(cf_db *db, const char *key, bool *acquired)
@@ -325,12 +438,19 @@ static int release_op(cf_db *db, sqlite3 *conn, void *varg)
     return rc;
 }
 
+/* A lease that cannot be deleted now expires, or dies with this process. */
+static void release_locked(cf_db *db, const char *key)
+{
+    if (db->writable && cf_db_now_ms() >= db->retry_at_ms)
+        cf_db_run(db, release_op, (void *)key);
+}
+
 void cf_db_lease_release(cf_db *db, const char *key)
 {
     if (!db || !key)
         return;
     pthread_mutex_lock(&db->mu);
-    cf_db_run(db, release_op, (void *)key);
+    release_locked(db, key);
     pthread_mutex_unlock(&db->mu);
 }
 
@@ -360,7 +480,7 @@ cf_db_action cf_db_begin(cf_db *db, const char *key, int wait_ms, cf_decision *o
             cf_decision again;
             memset(&again, 0, sizeof again);
             if (lookup_locked(db, key, &again) == CF_DB_HIT) {
-                cf_db_run(db, release_op, (void *)key);
+                release_locked(db, key);
                 cf_decision_clear(out);
                 *out = again;
                 found = CF_DB_HIT;

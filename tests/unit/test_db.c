@@ -1,7 +1,8 @@
 /*
  * test_db.c - the find-db in one process: store and lookup across reopen, batches,
- * tiers, environment mismatch policies, the location order, leases (including a dead
- * holder), export/import, prune and verify.
+ * tiers, environment mismatch policies, the location order and unusable locations, a
+ * busy database, read-only inspection, leases (including a dead holder), export/import
+ * with bounded lines, prune and verify, unusable system tiers.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -10,8 +11,10 @@
 
 #include <cmocka.h>
 
+#include <dirent.h>
 #include <pthread.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <sys/wait.h>
 
 #include "../db/db_fixture.h"
@@ -274,28 +277,250 @@ static void location_order(void **state)
     free(saved_xdg);
 }
 
-/* A location that cannot hold a database (a directory, a path below a regular file):
- * memory, one warning, and stores and lookups still work. */
-static void unusable_location_falls_back_to_memory(void **state)
+/* Saves and restores the variables of the location order around a test. */
+typedef struct saved_env {
+    char *v[3];
+} saved_env;
+static const char *const location_vars[3] = {"CONVFIND_DB_PATH", "XDG_CACHE_HOME", "HOME"};
+
+static saved_env save_env(void)
+{
+    saved_env e;
+    for (int i = 0; i < 3; i++)
+        e.v[i] = getenv(location_vars[i]) ? strdup(getenv(location_vars[i])) : NULL;
+    return e;
+}
+
+static void restore_env(saved_env *e)
+{
+    for (int i = 0; i < 3; i++) {
+        if (e->v[i])
+            setenv(location_vars[i], e->v[i], 1);
+        else
+            unsetenv(location_vars[i]);
+        free(e->v[i]);
+    }
+}
+
+/* A location that cannot hold a database (a directory, a path below a regular file, a
+ * FIFO, an empty path).  Named by the caller it is an error naming it; reached through
+ * the default order it is memory with one warning, where stores and lookups still work
+ * and every store is counted as unstored. */
+static void unusable_location(void **state)
 {
     (void)state;
-    char file[300], below[400];
+    char file[300], below[400], fifo[300];
     path_in_dir("plain-file", file, sizeof file);
     FILE *f = fopen(file, "w");
     assert_non_null(f);
     fputs("not a directory\n", f);
     fclose(f);
     snprintf(below, sizeof below, "%s/sub/db.sqlite", file);
-    const char *paths[] = {fx_dir, below};
+    path_in_dir("fifo", fifo, sizeof fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    const char *paths[] = {fx_dir, below, fifo, ""};
+    for (int i = 0; i < 4; i++) {
+        cf_db_config c = fx_config(paths[i]);
+        cf_db *db = NULL;
+        assert_int_equal(cf_db_open(&c, &db), CONVFIND_ERR_IO);
+        assert_null(db);
+        assert_non_null(strstr(convfind_last_error(), i < 3 ? paths[i] : "empty"));
+    }
+
+    saved_env e = save_env();
+    unsetenv("CONVFIND_DB_PATH");
+    unsetenv("XDG_CACHE_HOME");
+    setenv("HOME", file, 1);
+    cf_db *db = open_at(NULL);
+    assert_false(cf_db_is_persistent(db));
+    assert_int_equal(cf_db_warning_count(db), 1);
+    store_one(db, 5, 50);
+    int seed;
+    assert_int_equal(lookup_seed(db, 5, &seed), CF_DB_HIT);
+    assert_int_equal(seed, 50);
+    assert_int_equal(cf_db_flush(db), 1);
+    assert_int_equal(cf_db_warning_count(db), 2); /* the first unstored decision says so */
+    cf_db_close(db);
+    restore_env(&e);
+}
+
+/* Rows of the decisions table, read by a connection of its own. */
+static int count_records(const char *path)
+{
+    sqlite3 *c = NULL;
+    sqlite3_stmt *st = NULL;
+    int n = -1;
+    if (sqlite3_open_v2(path, &c, SQLITE_OPEN_READONLY, NULL) == SQLITE_OK &&
+        sqlite3_prepare_v2(c, "SELECT count(*) FROM decisions", -1, &st, NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW)
+        n = sqlite3_column_int(st, 0);
+    sqlite3_finalize(st);
+    sqlite3_close(c);
+    return n;
+}
+
+/* Another process holds the write lock past the busy timeout: decisions wait, are
+ * written with the next store once the lock is free, and only a flush while it is
+ * still held counts them as unstored.  The handle never turns to memory. */
+static void busy_database_keeps_decisions_pending(void **state)
+{
+    (void)state;
+    char path[300];
+    path_in_dir("busy.sqlite", path, sizeof path);
+    cf_db_config c = fx_config(path);
+    c.busy_timeout_ms = 50;
+    cf_db *db = NULL;
+    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
+    store_one(db, 1, 11);
+    sqlite3 *holder = NULL;
+    assert_int_equal(sqlite3_open(path, &holder), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(holder, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    store_one(db, 2, 12);
+    bool mine = false;
+    char key[128];
+    fx_key(9, key, sizeof key);
+    assert_int_equal(cf_db_lease_acquire(db, key, &mine), CONVFIND_OK);
+    assert_true(mine); /* no lease table to write: measure rather than wait */
+    cf_db_stats s;
+    assert_int_equal(cf_db_get_stats(db, &s), CONVFIND_OK);
+    assert_int_equal(s.pending, 1);
+    assert_int_equal(s.unstored, 0);
+    assert_int_equal(sqlite3_exec(holder, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    struct timespec pause = {0, 80 * 1000000L};
+    nanosleep(&pause, NULL);
+    store_one(db, 3, 13);
+    assert_int_equal(count_records(path), 3);
+    assert_true(cf_db_is_persistent(db));
+
+    assert_int_equal(sqlite3_exec(holder, "BEGIN IMMEDIATE", NULL, NULL, NULL), SQLITE_OK);
+    store_one(db, 4, 14);
+    assert_int_equal(cf_db_flush(db), 1);
+    assert_int_equal(sqlite3_exec(holder, "COMMIT", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(holder);
+    assert_int_equal(cf_db_get_stats(db, &s), CONVFIND_OK);
+    assert_int_equal(s.pending, 0);
+    assert_int_equal(s.unstored, 1);
+    assert_int_equal(count_records(path), 3);
+    cf_db_close(db);
+}
+
+/* Files in fx_dir whose names start with `prefix`. */
+static int files_named(const char *prefix)
+{
+    DIR *d = opendir(fx_dir);
+    assert_non_null(d);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        n += strncmp(e->d_name, prefix, strlen(prefix)) == 0;
+    closedir(d);
+    return n;
+}
+
+static cf_db *open_inspect(const char *path)
+{
+    cf_db_config c = fx_config(path);
+    c.mode = CF_DB_INSPECT;
+    cf_db *db = NULL;
+    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
+    return db;
+}
+
+/* Inspection changes nothing: no directory or file for a missing database, no -wal or
+ * -shm beside an idle one, and it still sees what a writer stores while it is open. */
+static void inspection_changes_nothing(void **state)
+{
+    (void)state;
+    char missing[300], dir[300];
+    path_in_dir("not-there/x.sqlite", missing, sizeof missing);
+    path_in_dir("not-there", dir, sizeof dir);
+    cf_db *db = open_inspect(missing);
+    assert_string_equal(cf_db_location(db), missing);
+    assert_false(cf_db_exists(db));
+    cf_db_stats s;
+    assert_int_equal(cf_db_get_stats(db, &s), CONVFIND_OK);
+    assert_int_equal(s.records, 0);
+    assert_int_equal(cf_db_verify(db, NULL), CONVFIND_ERR_IO);
+    assert_non_null(strstr(convfind_last_error(), "does not exist"));
+    cf_db_close(db);
+    struct stat st;
+    assert_int_not_equal(stat(dir, &st), 0);
+
+    char path[300];
+    path_in_dir("idle.sqlite", path, sizeof path);
+    cf_db *writer = open_at(path);
+    store_one(writer, 1, 21);
+    cf_db_close(writer);
+    assert_int_equal(files_named("idle.sqlite"), 1);
+    db = open_inspect(path);
+    int seed;
+    assert_int_equal(lookup_seed(db, 1, &seed), CF_DB_HIT);
+    assert_int_equal(cf_db_verify(db, NULL), CONVFIND_OK);
+    assert_int_equal(files_named("idle.sqlite"), 1);
+    /* A writer opens the file and stores: the inspector's snapshot gives way. */
+    writer = open_at(path);
+    store_one(writer, 2, 22);
+    assert_int_equal(lookup_seed(db, 2, &seed), CF_DB_HIT);
+    assert_int_equal(seed, 22);
+    cf_db_close(db);
+    cf_db_close(writer); /* the last connection: the writer removes its -wal and -shm */
+    assert_int_equal(cf_db_warning_count(db = open_inspect(path)), 0);
+    cf_db_close(db);
+    assert_int_equal(files_named("idle.sqlite"), 1);
+}
+
+/* An import reads at most 1 MiB of a line: a huge or endless one fails at once, and
+ * nothing is stored. */
+static void import_reads_bounded_lines(void **state)
+{
+    (void)state;
+    char path[300];
+    path_in_dir("bounded.sqlite", path, sizeof path);
+    cf_db *db = open_at(path);
+    FILE *f = fopen("/dev/zero", "r");
+    assert_non_null(f);
+    size_t n = 7;
+    assert_int_equal(cf_db_import(db, f, "zeros", &n), CONVFIND_ERR_IO);
+    assert_non_null(strstr(convfind_last_error(), "zeros:1: line longer than"));
+    fclose(f);
+    assert_int_equal(n, 0);
+    cf_db_stats s;
+    assert_int_equal(cf_db_get_stats(db, &s), CONVFIND_OK);
+    assert_int_equal(s.records, 0);
+    cf_db_close(db);
+}
+
+/* A system tier that is a FIFO is skipped at once (opening it would block); a damaged
+ * one is skipped with one warning on one line. */
+static void unusable_system_tier(void **state)
+{
+    (void)state;
+    char fifo[300], sys[300];
+    path_in_dir("sys.fifo", fifo, sizeof fifo);
+    assert_int_equal(mkfifo(fifo, 0600), 0);
+    path_in_dir("sys-damaged.sqlite", sys, sizeof sys);
+    cf_db *w = open_at(sys);
+    for (int i = 0; i < 200; i++)
+        store_one(w, i, i);
+    cf_db_close(w);
+    struct stat st;
+    assert_int_equal(stat(sys, &st), 0);
+    FILE *f = fopen(sys, "r+b");
+    assert_non_null(f);
+    assert_int_equal(fseek(f, st.st_size - 6 * 4096 + 100, SEEK_SET), 0);
+    for (int i = 0; i < 3000; i++)
+        fputc(i * 7919 % 251, f);
+    fclose(f);
+    const char *paths[] = {fifo, sys};
     for (int i = 0; i < 2; i++) {
-        cf_db *db = open_at(paths[i]);
-        assert_false(cf_db_is_persistent(db));
+        cf_db_config c = fx_config(CF_DB_MEMORY);
+        c.system_path = paths[i];
+        cf_db *db = NULL;
+        assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
         assert_int_equal(cf_db_warning_count(db), 1);
-        store_one(db, 5, 50);
-        int seed;
-        assert_int_equal(lookup_seed(db, 5, &seed), CF_DB_HIT);
-        assert_int_equal(seed, 50);
-        assert_int_equal(cf_db_warning_count(db), 1);
+        char warning[CF_DB_WARNING_MAX];
+        cf_db_last_warning(db, warning, sizeof warning);
+        assert_non_null(strstr(warning, paths[i]));
+        assert_null(strchr(warning, '\n'));
         cf_db_close(db);
     }
 }
@@ -507,7 +732,11 @@ int main(void)
         cmocka_unit_test(other_environment_is_never_used_silently),
         cmocka_unit_test(system_tier_sits_under_user_tier),
         cmocka_unit_test(location_order),
-        cmocka_unit_test(unusable_location_falls_back_to_memory),
+        cmocka_unit_test(unusable_location),
+        cmocka_unit_test(busy_database_keeps_decisions_pending),
+        cmocka_unit_test(inspection_changes_nothing),
+        cmocka_unit_test(import_reads_bounded_lines),
+        cmocka_unit_test(unusable_system_tier),
         cmocka_unit_test(leases_exclude_and_expire),
         cmocka_unit_test(export_import_round_trip),
         cmocka_unit_test(unreadable_rows_are_skipped_and_reported),

@@ -1,9 +1,10 @@
 /*
- * test_db_quarantine.c - bad database files: random bytes, text, a truncated file, a
- * newer schema, another application's SQLite file.  Each is renamed aside with its
- * bytes intact and one warning, a fresh database takes its place, and lookups and
- * stores keep working, also when the damage is only found by a later query.  A file
- * locked by someone else leads to memory, not a failure.
+ * test_db_quarantine.c - bad database files: random bytes, text, a truncated file,
+ * another application's SQLite file.  Each is renamed aside with its bytes intact and
+ * one warning, a fresh database takes its place, and lookups and stores keep working,
+ * also when the damage is only found by a later query.  A newer schema is never moved:
+ * it is used read-only.  A file locked by someone else past the busy timeout is an
+ * error when it was named, memory at the default location.
  * (Missing permissions need a non-root user: tests/db/db_hostile_fs.c.)
  */
 #include <setjmp.h>
@@ -147,6 +148,8 @@ static void raw_exec(const char *path, const char *sql)
     sqlite3_close(c);
 }
 
+/* A newer build's file: read-only, one warning, its decisions found, a new decision
+ * counted as unstored, and the file left exactly as it was. */
 static void newer_schema(void **state)
 {
     (void)state;
@@ -154,9 +157,33 @@ static void newer_schema(void **state)
     snprintf(path, sizeof path, "%s/newer.sqlite", fx_dir);
     make_db(path, 3);
     raw_exec(path, "PRAGMA journal_mode=DELETE; PRAGMA user_version=99");
-    struct stat st;
-    assert_int_equal(stat(path, &st), 0);
-    expect_quarantine("newer.sqlite", (long)st.st_size);
+    struct stat before, after;
+    assert_int_equal(stat(path, &before), 0);
+    cf_db_config c = fx_config(path);
+    cf_db *db = NULL;
+    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
+    assert_true(cf_db_is_persistent(db));
+    assert_false(cf_db_is_writable(db));
+    assert_int_equal(cf_db_warning_count(db), 1);
+    char w[512];
+    cf_db_last_warning(db, w, sizeof w);
+    assert_non_null(strstr(w, "read-only"));
+    char key[128];
+    fx_key(1, key, sizeof key);
+    const char *k = key;
+    cf_decision d = fx_decision(5, 2), back;
+    cf_db_found found;
+    assert_int_equal(cf_db_lookup(db, key, &back, &found), CONVFIND_OK);
+    assert_int_equal(found, CF_DB_HIT);
+    cf_decision_clear(&back);
+    assert_int_equal(cf_db_store(db, &k, &d, 1), CONVFIND_OK);
+    assert_int_equal(cf_db_flush(db), 1);
+    cf_decision_clear(&d);
+    cf_db_close(db);
+    assert_int_equal(quarantined_size("newer.sqlite"), -1);
+    assert_int_equal(stat(path, &after), 0);
+    assert_true(after.st_ino == before.st_ino && after.st_size == before.st_size &&
+                after.st_mtime == before.st_mtime);
 }
 
 static void other_application(void **state)
@@ -170,13 +197,15 @@ static void other_application(void **state)
     expect_quarantine("app.sqlite", (long)st.st_size);
 }
 
-/* Someone holds the file exclusively past the busy timeout: memory, one warning,
- * correct results; the file is not touched. */
+/* Someone holds the file exclusively past the busy timeout: a named file is an error
+ * that says so; at the default location, memory with one warning and correct results.
+ * The file is not touched either way. */
 static void locked_file(void **state)
 {
     (void)state;
-    char path[300];
-    snprintf(path, sizeof path, "%s/locked.sqlite", fx_dir);
+    char dir[300], path[400];
+    snprintf(dir, sizeof dir, "%s/locked-home", fx_dir);
+    snprintf(path, sizeof path, "%s/convfind/" CF_DB_FILE_NAME, dir);
     make_db(path, 2);
     sqlite3 *holder = NULL;
     assert_int_equal(sqlite3_open(path, &holder), SQLITE_OK);
@@ -185,6 +214,14 @@ static void locked_file(void **state)
     cf_db_config c = fx_config(path);
     c.busy_timeout_ms = 50;
     cf_db *db = NULL;
+    assert_int_equal(cf_db_open(&c, &db), CONVFIND_ERR_IO);
+    assert_non_null(strstr(convfind_last_error(), "locked"));
+
+    char *saved[2] = {getenv("CONVFIND_DB_PATH") ? strdup(getenv("CONVFIND_DB_PATH")) : NULL,
+                      getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL};
+    unsetenv("CONVFIND_DB_PATH");
+    setenv("XDG_CACHE_HOME", dir, 1);
+    c.path = NULL;
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     assert_false(cf_db_is_persistent(db));
     assert_int_equal(cf_db_warning_count(db), 1);
@@ -202,6 +239,14 @@ static void locked_file(void **state)
     cf_db_close(db);
     sqlite3_exec(holder, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(holder);
+    const char *names[2] = {"CONVFIND_DB_PATH", "XDG_CACHE_HOME"};
+    for (int i = 0; i < 2; i++) {
+        if (saved[i])
+            setenv(names[i], saved[i], 1);
+        else
+            unsetenv(names[i]);
+        free(saved[i]);
+    }
 }
 
 /* Damage that appears while the handle is open (another writer makes SQLite re-read
