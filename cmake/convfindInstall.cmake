@@ -80,3 +80,23 @@ if(TARGET convfind_cuda)
                  ${PROJECT_BINARY_DIR}/convfind-cuda.pc @ONLY)
   install(FILES ${PROJECT_BINARY_DIR}/convfind-cuda.pc DESTINATION ${_pc_dir})
 endif()
+
+# convfind_install_cli_docs(TARGET): the tool's man pages (convfind.1 and one
+# convfind-COMMAND.1 per command) and its bash completion script, made by running the
+# built tool (`convfind help --man`, `--bash-completion`; cmake/convfindCliDocs.cmake), so
+# they say exactly what its help says.  Installed to man1 and to bash-completion's
+# completions directory.  Called from tools/CMakeLists.txt once the tool exists.
+function(convfind_install_cli_docs target)
+  set(_dir ${CMAKE_CURRENT_BINARY_DIR}/cli-docs)
+  add_custom_command(
+    OUTPUT ${_dir}/convfind.1 ${_dir}/convfind.bash
+    COMMAND ${CMAKE_COMMAND} -DTOOL=$<TARGET_FILE:${target}> -DDIR=${_dir}
+            -P ${PROJECT_SOURCE_DIR}/cmake/convfindCliDocs.cmake
+    DEPENDS ${target} ${PROJECT_SOURCE_DIR}/cmake/convfindCliDocs.cmake
+    COMMENT "Generating the convfind man pages and bash completion")
+  add_custom_target(${target}_docs ALL DEPENDS ${_dir}/convfind.1 ${_dir}/convfind.bash)
+  install(DIRECTORY ${_dir}/ DESTINATION ${CMAKE_INSTALL_MANDIR}/man1
+          FILES_MATCHING PATTERN "*.1")
+  install(FILES ${_dir}/convfind.bash
+          DESTINATION ${CMAKE_INSTALL_DATADIR}/bash-completion/completions RENAME convfind)
+endfunction()

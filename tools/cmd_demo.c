@@ -21,31 +21,11 @@
 #include <time.h>
 
 #include "cli_common.h"
-#include "core/context.h"
+#include "ctx_private.h"
 #include "decide.h"
 #include "layers.h"
 
 #define DEMO_DEFAULT_LAYERS "data/resnet50_convs.csv"
-
-typedef struct demo_options {
-    const char *layers;
-    int repeats;
-    int threads;
-    int budget_ms;
-} demo_options;
-
-#define DEMO_FIELD(f) offsetof(demo_options, f)
-
-static const cli_flag demo_flags[] = {
-    {"layers", 0, "FILE", "layer CSV to tune (default: " DEMO_DEFAULT_LAYERS ")",
-     cli_apply_string, DEMO_FIELD(layers), NULL},
-    {"repeats", 0, "N", "timed runs per layer when executing, after one warm-up (default 5)",
-     cli_apply_int, DEMO_FIELD(repeats), NULL},
-    {"threads", 0, "N", "worker threads (default 0: all online cores)", cli_apply_int,
-     DEMO_FIELD(threads), NULL},
-    {"budget-ms", 0, "MS", "Find time per layer in milliseconds (default: the library's, 1000)",
-     cli_apply_int, DEMO_FIELD(budget_ms), NULL},
-};
 
 static double now_s(void)
 {
@@ -55,7 +35,7 @@ static double now_s(void)
 }
 
 /* `db_path` NULL is the default location order, which is what the demo is about. */
-static int open_context(const demo_options *o, convfind_find_policy policy, const char *db_path,
+static int open_context(const cli_args *o, convfind_find_policy policy, const char *db_path,
                         convfind_context **ctx)
 {
     convfind_context_options opt;
@@ -115,15 +95,15 @@ static void print_pass(int pass, size_t n, const pass_result *r)
            (unsigned long long)r->finds, r->db_hits, r->seconds);
 }
 
-static int pass_one(const cli_command *cmd, const demo_options *o, const cli_layer *layers,
+static int pass_one(const cli_command *cmd, const cli_args *o, const cli_layer *layers,
                     size_t n, cli_decision *rows, pass_result *r)
 {
     convfind_context *ctx = NULL;
     int rc = open_context(o, CONVFIND_FIND_HYBRID, NULL, &ctx);
     if (rc != CLI_EXIT_OK)
         return rc;
-    printf("find database: %s\n", cf_db_location(ctx->db));
-    if (!cf_db_is_persistent(ctx->db))
+    printf("find database: %s\n", cli_ctx_db_location(ctx));
+    if (!cli_ctx_db_writable(ctx))
         printf("  (not a file: decisions last only as long as each context, so pass 2 "
                "will measure again)\n");
     printf("\npass 1: plan every layer; the database answers what it knows, Find measures "
@@ -249,7 +229,7 @@ static int run_layer(const cli_command *cmd, convfind_context *untuned, const cl
 }
 
 /* Runs every layer with its tuned plan and with the heuristic's, and prints both. */
-static int execute_network(const cli_command *cmd, const demo_options *o,
+static int execute_network(const cli_command *cmd, const cli_args *o,
                            const cli_layer *layers, size_t n, const cli_decision *tuned,
                            convfind_plan *const *plans)
 {
@@ -300,7 +280,7 @@ static int execute_network(const cli_command *cmd, const demo_options *o,
     return CLI_EXIT_OK;
 }
 
-static int run_demo(const cli_command *cmd, const demo_options *o, const cli_layer *layers,
+static int run_demo(const cli_command *cmd, const cli_args *o, const cli_layer *layers,
                     size_t n)
 {
     long long convs = 0;
@@ -333,36 +313,57 @@ static int run_demo(const cli_command *cmd, const demo_options *o, const cli_lay
     return rc;
 }
 
-static int demo_main(const cli_command *self, int argc, char **argv)
+static int demo_main(const cli_command *self, cli_args *a)
 {
-    demo_options o = {DEMO_DEFAULT_LAYERS, 5, 0, 0};
-    const cli_flag_group groups[] = {
-        {demo_flags, (int)(sizeof demo_flags / sizeof demo_flags[0]), &o}};
-    int parsed = cli_parse(self, argc, argv, groups, 1);
-    if (parsed == CLI_HELP_SHOWN)
-        return CLI_EXIT_OK;
-    if (parsed != CLI_PARSED)
-        return CLI_EXIT_USAGE;
-    if (o.repeats < 1 || o.repeats > 1000)
-        return cli_usage_error(self, "--repeats %d is out of range (1 to 1000)", o.repeats);
-    if (o.budget_ms < 0)
-        return cli_usage_error(self, "--budget-ms %d must be >= 0", o.budget_ms);
+    if (!a->layers)
+        a->layers = DEMO_DEFAULT_LAYERS;
+    if (a->repeats < 1 || a->repeats > 1000)
+        return cli_usage_error(self, "--repeats %d is out of range (1 to 1000)", a->repeats);
+    if (a->budget_ms < 0)
+        return cli_usage_error(self, "--budget-ms %d must be >= 0", a->budget_ms);
     cli_layer *layers;
     size_t count;
     char err[256];
-    if (cli_layers_read(o.layers, &layers, &count, err, sizeof err) != 0)
-        return cli_failure(self, "%s: %s%s", o.layers, err,
-                           strcmp(o.layers, DEMO_DEFAULT_LAYERS) == 0
+    if (cli_layers_read(a->layers, &layers, &count, err, sizeof err) != 0)
+        return cli_failure(self, "%s: %s%s", a->layers, err,
+                           strcmp(a->layers, DEMO_DEFAULT_LAYERS) == 0
                                ? " (run it from the repository root or pass --layers FILE)"
                                : "");
-    int rc = run_demo(self, &o, layers, count);
+    int rc = run_demo(self, a, layers, count);
     free(layers);
     return rc;
 }
 
+static const int demo_flags[] = {CLI_LAYERS, CLI_REPEATS, CLI_THREADS, CLI_BUDGET_MS, -1};
+static const cli_section sections[] = {{"options", demo_flags}};
+
 const cli_command cli_cmd_demo = {
-    "demo",
-    "tune ResNet-50's convolutions into the find database, then show nothing is re-measured",
-    "[--layers FILE] [--repeats N] [--threads N] [--budget-ms MS]",
-    demo_main,
+    .name = "demo",
+    .summary = "tune ResNet-50's convolutions into the find database, then show nothing is "
+               "re-measured",
+    .synopsis = "[--layers FILE] [--repeats N] [--threads N] [--budget-ms MS]",
+    .description =
+        "Tunes a real network's convolutions into the find database at its default place "
+        "and shows that the decisions outlive the context that measured them. It has no "
+        "--db option on purpose: it is about the default location ($CONVFIND_DB_PATH, else "
+        "$XDG_CACHE_HOME/convfind/finddb.sqlite, else ~/.cache/convfind/finddb.sqlite), "
+        "which it prints first.\n"
+        "\n"
+        "Pass 1 plans every row of --layers on a context with the hybrid policy: a decision "
+        "the database holds is read back (stored), any other is measured by Find and stored "
+        "(measured), each printed as it is decided; then `pass 1: layers=N finds=F "
+        "db_hits=H seconds=S`. Pass 2 plans every layer again on a new context, whose only "
+        "source of decisions is the database file, as a new process would, and prints "
+        "`pass 2: ...` the same way: finds=0 shows that nothing was re-measured.\n"
+        "\n"
+        "Last it runs every layer with pass 2's plans and with the plan an untuned context "
+        "picks (the heuristic policy), the median of --repeats runs after a warm-up each, "
+        "and prints both network totals weighted by each row's count. Run it from the "
+        "repository root, where data/resnet50_convs.csv is.",
+    .sections = sections,
+    .nsections = 1,
+    .examples = "./build/tools/convfind demo\n"
+                "convfind demo --layers data/mobilenetv2_convs.csv --budget-ms 200",
+    .max_pos = 0,
+    .run = demo_main,
 };

@@ -1,21 +1,19 @@
 /*
- * cmd_tune.c - `convfind tune FILE...`: obtains and stores the decision of every
- * problem in the files, so later processes find them in the database instead of
+ * cmd_tune.c - `convfind tune`: obtains and stores the decision of every problem of
+ * some problem files (problem_list.h), an ONNX model (onnx_list.h) or one problem given
+ * by flags, so that later processes find the decisions in the database instead of
  * measuring (docs/db.md).
  *
- * A file is either a layer CSV (the format of data/resnet50_convs.csv) or MIOpenDriver
- * command lines, one per line ("MIOpenDriver conv -n 1 -c 64 -H 56 -W 56 -k 64 -y 3 -x 3
- * -p 1 -q 1"), so problem lists collected from MIOpen users can be tuned as they are.
  * Each problem goes through an ordinary plan creation under the HYBRID policy (stored
  * decision, else Find and store; EXHAUSTIVE with --policy exhaustive), so tuning is the
- * very path a first inference would take.  Progress is a bar with ETA on a terminal and
- * one line per problem otherwise; the last line is always
- *   tuned=<problems> finds=<finds run> db_hits=<decisions read from the database> seconds=<s>
+ * very path a first inference would take.  Results go to stdout: a table and the line
+ *   tuned=<decided> failed=<not decided> finds=<finds run> db_hits=<read from the
+ *   database> unstored=<decisions that could not be stored> seconds=<s>
+ * or one JSON object; --progress reports on stderr as it goes.  The exit status is 1
+ * when a problem failed or a decision could not be stored.
  */
 #define _POSIX_C_SOURCE 200809L /* clock_gettime, isatty */
 
-#include <ctype.h>
-#include <errno.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,235 +21,13 @@
 #include <unistd.h>
 
 #include "cli_common.h"
-#include "core/context.h"
+#include "cli_setup.h"
+#include "ctx_private.h"
 #include "decide.h"
-#include "layers.h"
-
-typedef struct tune_options {
-    const char *db, *system_db;
-    int policy, env_policy;
-    int threads;
-    int budget_ms;
-} tune_options;
-
-#define TUNE_FIELD(f) offsetof(tune_options, f)
-
-static const cli_choice tune_policies[] = {
-    {"hybrid", CONVFIND_FIND_HYBRID}, {"exhaustive", CONVFIND_FIND_EXHAUSTIVE}, {NULL, 0}};
-static const cli_choice env_policies[] = {
-    {"retune", CONVFIND_DB_ENV_RETUNE}, {"ignore", CONVFIND_DB_ENV_IGNORE}, {NULL, 0}};
-
-/* Enum flags store into an int field of tune_options through their choice table. */
-static int apply_choice(const cli_flag *flag, void *target, const char *value)
-{
-    char label[64];
-    snprintf(label, sizeof label, "--%s", flag->name);
-    return cli_parse_choice(label, value, flag->choices, (int *)((char *)target + flag->offset));
-}
-
-static const cli_flag tune_flags[] = {
-    {"db", 0, "PATH", "find database (default: $CONVFIND_DB_PATH, then ~/.cache/convfind)",
-     cli_apply_string, TUNE_FIELD(db), NULL},
-    {"system-db", 0, "PATH", "read-only system database under it (default: $CONVFIND_SYSTEM_DB)",
-     cli_apply_string, TUNE_FIELD(system_db), NULL},
-    {"policy", 0, "hybrid|exhaustive",
-     "hybrid (default): measure only what is not stored; exhaustive: measure everything",
-     apply_choice, TUNE_FIELD(policy), tune_policies},
-    {"env-policy", 0, "retune|ignore",
-     "records from another environment: re-time their top candidates (default) or ignore them",
-     apply_choice, TUNE_FIELD(env_policy), env_policies},
-    {"threads", 0, "N", "worker threads (default 0: all online cores)", cli_apply_int,
-     TUNE_FIELD(threads), NULL},
-    {"budget-ms", 0, "MS", "Find time per problem in milliseconds (default: the library's, 1000)",
-     cli_apply_int, TUNE_FIELD(budget_ms), NULL},
-};
-#define TUNE_FLAG_COUNT ((int)(sizeof tune_flags / sizeof tune_flags[0]))
-
-typedef struct tune_item {
-    char name[96];
-    convfind_conv_desc desc;
-} tune_item;
-
-typedef struct item_list {
-    tune_item *v;
-    size_t n, cap;
-} item_list;
-
-static tune_item *push(item_list *l)
-{
-    if (l->n == l->cap) {
-        size_t cap = l->cap ? 2 * l->cap : 32;
-        tune_item *v = realloc(l->v, cap * sizeof *v);
-        if (!v)
-            return NULL;
-        l->v = v;
-        l->cap = cap;
-    }
-    tune_item *it = &l->v[l->n++];
-    memset(it, 0, sizeof *it);
-    return it;
-}
-
-/* One MIOpenDriver flag this reader understands: short and long spelling, and where the
- * value goes (index into the values array below), or -1 for flags that only steer the
- * driver itself (timing, verification) and are accepted and ignored. */
-typedef struct mio_flag {
-    char short_name;
-    const char *long_name;
-    int slot;
-} mio_flag;
-
-enum { M_N, M_C, M_H, M_W, M_K, M_Y, M_X, M_P, M_Q, M_U, M_V, M_L, M_J, M_G, M_F, M_B, M_SLOTS };
-
-static const mio_flag mio_flags[] = {
-    {'n', "batchsize", M_N},     {'c', "in_channels", M_C},     {'H', "in_h", M_H},
-    {'W', "in_w", M_W},          {'k', "out_channels", M_K},    {'y', "fil_h", M_Y},
-    {'x', "fil_w", M_X},         {'p', "pad_h", M_P},           {'q', "pad_w", M_Q},
-    {'u', "conv_stride_h", M_U}, {'v', "conv_stride_w", M_V},   {'l', "dilation_h", M_L},
-    {'j', "dilation_w", M_J},    {'g', "group_count", M_G},     {'F', "forw", M_F},
-    {'b', "bias", M_B},          {'t', "time", -1},             {'V', "verify", -1},
-    {'i', "iter", -1},           {'s', "search", -1},           {'w', "wall", -1},
-    {'S', "solution", -1},
-};
-
-static const mio_flag *mio_lookup(const char *arg)
-{
-    for (size_t i = 0; i < sizeof mio_flags / sizeof mio_flags[0]; i++)
-        if ((arg[1] == mio_flags[i].short_name && arg[2] == '\0') ||
-            (arg[1] == '-' && strcmp(arg + 2, mio_flags[i].long_name) == 0))
-            return &mio_flags[i];
-    return NULL;
-}
-
-/* Parses one MIOpenDriver line into `it`; returns 0, or -1 with `err` naming the token. */
-static int parse_miopen(char *line, tune_item *it, char *err, size_t errsize)
-{
-    /* The driver's own defaults, so a line means what it meant to MIOpenDriver. */
-    int64_t v[M_SLOTS] = {100, 3, 32, 32, 32, 3, 3, 0, 0, 1, 1, 1, 1, 1, 1, 0};
-    char *save = NULL, *tok = strtok_r(line, " \t", &save);
-    while (tok && strcmp(tok, "conv") != 0 && strcmp(tok, "convfp16") != 0 &&
-           strcmp(tok, "convbfp16") != 0)
-        tok = strtok_r(NULL, " \t", &save);
-    if (!tok) {
-        snprintf(err, errsize, "no 'conv', 'convfp16' or 'convbfp16' command");
-        return -1;
-    }
-    convfind_dtype dtype = strcmp(tok, "conv") == 0        ? CONVFIND_DTYPE_F32
-                           : strcmp(tok, "convfp16") == 0 ? CONVFIND_DTYPE_F16
-                                                           : CONVFIND_DTYPE_BF16;
-    bool transpose = false;
-    while ((tok = strtok_r(NULL, " \t", &save)) != NULL) {
-        char *value = strtok_r(NULL, " \t", &save);
-        if (tok[0] != '-' || !value) {
-            snprintf(err, errsize, "'%.40s' is not a flag followed by a value", tok);
-            return -1;
-        }
-        if (strcmp(tok, "-m") == 0 || strcmp(tok, "--mode") == 0) {
-            if (strcmp(value, "conv") != 0 && strcmp(value, "trans") != 0) {
-                snprintf(err, errsize, "-m '%.40s' is neither conv nor trans", value);
-                return -1;
-            }
-            transpose = strcmp(value, "trans") == 0;
-            continue;
-        }
-        const mio_flag *f = mio_lookup(tok);
-        if (!f) {
-            snprintf(err, errsize, "unsupported MIOpenDriver flag '%.40s'", tok);
-            return -1;
-        }
-        int64_t x;
-        if (!cli_int64_from_span(value, strlen(value), &x)) {
-            snprintf(err, errsize, "%s '%.40s' is not an integer", tok, value);
-            return -1;
-        }
-        if (f->slot >= 0)
-            v[f->slot] = x;
-    }
-    if (v[M_F] != 0 && v[M_F] != 1) {
-        snprintf(err, errsize, "-F %lld: only the forward direction (-F 1 or 0) is tuned",
-                 (long long)v[M_F]);
-        return -1;
-    }
-    convfind_conv_desc *d = &it->desc;
-    convfind_conv_desc_init(d);
-    d->op = transpose ? CONVFIND_OP_CONV_TRANSPOSE : CONVFIND_OP_CONV;
-    d->dtype = dtype;
-    d->x_rank = d->w_rank = 4;
-    int64_t g = v[M_G] > 0 ? v[M_G] : 1; /* 0 is the library's to reject, not ours to divide */
-    const int64_t x[4] = {v[M_N], v[M_C], v[M_H], v[M_W]};
-    const int64_t w[4] = {transpose ? v[M_C] : v[M_K], transpose ? v[M_K] / g : v[M_C] / g,
-                          v[M_Y], v[M_X]};
-    memcpy(d->x_dims, x, sizeof x);
-    memcpy(d->w_dims, w, sizeof w);
-    d->group = v[M_G];
-    d->has_bias = v[M_B] != 0;
-    d->pads = (convfind_ints){4, {v[M_P], v[M_Q], v[M_P], v[M_Q]}};
-    d->strides = (convfind_ints){2, {v[M_U], v[M_V]}};
-    d->dilations = (convfind_ints){2, {v[M_L], v[M_J]}};
-    snprintf(it->name, sizeof it->name, "%s_n%lld_c%lld_%lldx%lld_k%lld_%lldx%lld_g%lld",
-             transpose ? "trans" : "conv", (long long)v[M_N], (long long)v[M_C],
-             (long long)v[M_H], (long long)v[M_W], (long long)v[M_K], (long long)v[M_Y],
-             (long long)v[M_X], (long long)v[M_G]);
-    return 0;
-}
-
-static int read_miopen(const cli_command *cmd, const char *path, FILE *f, item_list *items)
-{
-    char line[2048];
-    long lineno = 0;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        line[strcspn(line, "\r\n")] = '\0';
-        char *s = line;
-        while (isspace((unsigned char)*s))
-            s++;
-        if (*s == '\0' || *s == '#')
-            continue;
-        tune_item *it = push(items);
-        char err[160];
-        if (!it)
-            return cli_failure(cmd, "%s: out of memory", path);
-        if (parse_miopen(s, it, err, sizeof err) != 0)
-            return cli_failure(cmd, "%s:%ld: %s", path, lineno, err);
-    }
-    return CLI_EXIT_OK;
-}
-
-/* Reads one problem file, deciding its format by its first line. */
-static int read_file(const cli_command *cmd, const char *path, item_list *items)
-{
-    FILE *f = fopen(path, "r");
-    if (!f)
-        return cli_failure(cmd, "%s: cannot open: %s", path, strerror(errno));
-    char first[64] = "";
-    if (!fgets(first, sizeof first, f))
-        first[0] = '\0';
-    bool csv = strncmp(first, "name,", 5) == 0;
-    int rc = CLI_EXIT_OK;
-    if (!csv) {
-        rewind(f);
-        rc = read_miopen(cmd, path, f, items);
-    }
-    fclose(f);
-    if (!csv)
-        return rc;
-    cli_layer *layers = NULL;
-    size_t n = 0;
-    char err[256];
-    if (cli_layers_read(path, &layers, &n, err, sizeof err) != 0)
-        return cli_failure(cmd, "%s: %s", path, err);
-    for (size_t i = 0; i < n && rc == CLI_EXIT_OK; i++) {
-        tune_item *it = push(items);
-        if (!it) {
-            rc = cli_failure(cmd, "%s: out of memory", path);
-            break;
-        }
-        snprintf(it->name, sizeof it->name, "%s", layers[i].name);
-        cli_layer_desc(&layers[i], &it->desc);
-    }
-    free(layers);
-    return rc;
-}
+#include "json_out.h"
+#include "miopen.h"
+#include "onnx_list.h"
+#include "problem_list.h"
 
 static double now_s(void)
 {
@@ -260,115 +36,251 @@ static double now_s(void)
     return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+    size_t n = strlen(s), m = strlen(suffix);
+    return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* The problems to tune: the one the flags describe, or those of every file. */
+static int collect(const cli_command *cmd, const cli_args *a, cli_problem_list *list)
+{
+    if (cli_problem_flags_given(a)) {
+        cli_problem p;
+        memset(&p, 0, sizeof p);
+        p.count = 1;
+        snprintf(p.name, sizeof p.name, "command line");
+        int rc = cli_problem_from_args(cmd, a, a->pos, a->npos, &p.desc);
+        if (rc != CLI_EXIT_OK)
+            return rc;
+        list->v = malloc(sizeof p);
+        if (!list->v)
+            return cli_failure(cmd, "out of memory");
+        list->v[0] = p;
+        list->n = list->cap = 1;
+        return CLI_EXIT_OK;
+    }
+    if (a->npos == 0)
+        return cli_usage_error(cmd, "no problem FILE given, nor a problem's flags (see "
+                               "convfind help tune)");
+    bool model = false;
+    for (int i = 0; i < a->npos; i++)
+        model |= ends_with(a->pos[i], ".onnx");
+    if (a->n_input_shapes && !model)
+        return cli_usage_error(cmd, "--input-shape is for a .onnx model, and no FILE is one");
+    char err[800];
+    for (int i = 0; i < a->npos; i++) {
+        int rc = ends_with(a->pos[i], ".onnx")
+                     ? cli_onnx_problems(a->pos[i], a->input_shapes, a->n_input_shapes, list,
+                                         err, sizeof err)
+                     : cli_problems_read_file(a->pos[i], list, err, sizeof err);
+        if (rc != 0)
+            return cli_failure(cmd, "%s", err);
+    }
+    return CLI_EXIT_OK;
+}
+
+/* One line per problem where stderr is not a terminal, a bar with ETA where it is. */
 static void progress(bool tty, size_t done, size_t total, double elapsed,
                      const cli_decision *row)
 {
     if (!tty) {
         if (row->status == CONVFIND_OK)
-            printf("[%zu/%zu] %s: %s (%s) %.3f s\n", done, total, row->name, row->algo,
-                   cli_source_name(row->source), row->seconds);
+            fprintf(stderr, "[%zu/%zu] %s: %s (%s) %.3f s\n", done, total, row->name, row->algo,
+                    cli_source_name(row->source), row->seconds);
         else
-            printf("[%zu/%zu] %s: %s: %s\n", done, total, row->name,
-                   convfind_status_name(row->status), row->error);
-        fflush(stdout);
+            fprintf(stderr, "[%zu/%zu] %s: %s\n", done, total, row->name,
+                    convfind_status_name(row->status));
         return;
     }
     enum { WIDTH = 30 };
     int filled = (int)(WIDTH * done / total);
     double eta = done ? elapsed / (double)done * (double)(total - done) : 0;
-    printf("\r[%.*s%.*s] %zu/%zu  ETA %5.1f s  %-40.40s", filled,
-           "##############################", WIDTH - filled, "..............................",
-           done, total, eta, row->name);
-    fflush(stdout);
+    fprintf(stderr, "\r[%.*s%.*s] %zu/%zu  ETA %5.1f s  %-40.40s", filled,
+            "##############################", WIDTH - filled, "..............................",
+            done, total, eta, row->name);
+    if (done == total)
+        fputc('\n', stderr);
 }
 
-/* Index of the first FILE: options come first, then the files. */
-static int first_positional(int argc, char **argv)
+static const char *const weights_words[] = {NULL, "const", "var"};
+
+static void print_json(const char *db, const cli_problem_list *list, const cli_decision *rows,
+                       size_t tuned, size_t failed, unsigned long long finds, size_t hits,
+                       size_t unstored, double seconds)
 {
-    int i = 1;
-    while (i < argc && argv[i][0] == '-' && argv[i][1] != '\0') {
-        if (strcmp(argv[i], "--") == 0)
-            return i + 1;
-        bool takes_value = false;
-        for (int k = 0; k < TUNE_FLAG_COUNT; k++)
-            if (strncmp(argv[i], "--", 2) == 0 && strcmp(argv[i] + 2, tune_flags[k].name) == 0)
-                takes_value = tune_flags[k].metavar != NULL;
-        i += takes_value ? 2 : 1;
+    printf("{\"database\": ");
+    cli_json_string(stdout, db);
+    printf(", \"problems\": [");
+    for (size_t i = 0; i < list->n; i++) {
+        const cli_decision *r = &rows[i];
+        printf("%s{\"name\": ", i ? ", " : "");
+        cli_json_string(stdout, r->name);
+        printf(", \"count\": %lld, \"weights\": ", (long long)list->v[i].count);
+        cli_json_string(stdout, weights_words[list->v[i].weights]);
+        printf(", \"status\": \"%s\"", r->status == CONVFIND_OK ? "ok"
+                                                                 : convfind_status_name(r->status));
+        if (r->status == CONVFIND_OK) {
+            printf(", \"algorithm\": ");
+            cli_json_string(stdout, r->algo);
+            printf(", \"source\": \"%s\", \"median_ms\": ", cli_source_name(r->source));
+            cli_json_number(stdout, r->median_ms);
+        } else {
+            printf(", \"error\": ");
+            cli_json_string(stdout, r->error);
+        }
+        printf(", \"seconds\": ");
+        cli_json_number(stdout, r->seconds);
+        printf("}");
     }
-    return i < argc ? i : argc;
+    printf("], \"tuned\": %zu, \"failed\": %zu, \"finds\": %llu, \"db_hits\": %zu, "
+           "\"unstored\": %zu, \"seconds\": ",
+           tuned, failed, finds, hits, unstored);
+    cli_json_number(stdout, seconds);
+    printf("}\n");
 }
 
-static int tune_main(const cli_command *cmd, int argc, char **argv)
+/* Decides every problem of `list` on `ctx`, then reports. */
+static int tune(const cli_command *cmd, const cli_args *a, convfind_context *ctx,
+                const cli_problem_list *list, cli_decision *rows, double t0)
 {
-    tune_options o = {.policy = CONVFIND_FIND_HYBRID, .env_policy = CONVFIND_DB_ENV_RETUNE};
-    const cli_flag_group groups[] = {{tune_flags, TUNE_FLAG_COUNT, &o}};
-    int files = first_positional(argc, argv);
-    int parsed = cli_parse(cmd, files - (files > 1 && strcmp(argv[files - 1], "--") == 0),
-                           argv, groups, 1);
-    if (parsed == CLI_HELP_SHOWN)
-        return CLI_EXIT_OK;
-    if (parsed != CLI_PARSED)
-        return CLI_EXIT_USAGE;
-    if (files >= argc)
-        return cli_usage_error(cmd, "no problem FILE given (see convfind tune --help)");
-    if (o.budget_ms < 0)
-        return cli_usage_error(cmd, "--budget-ms %d must be >= 0", o.budget_ms);
-
-    double t0 = now_s();
-    item_list items = {0};
-    int rc = CLI_EXIT_OK;
-    for (int i = files; i < argc && rc == CLI_EXIT_OK; i++)
-        rc = read_file(cmd, argv[i], &items);
-    convfind_context *ctx = NULL;
-    cli_decision *rows = rc == CLI_EXIT_OK ? calloc(items.n ? items.n : 1, sizeof *rows) : NULL;
-    if (rc == CLI_EXIT_OK && !rows)
-        rc = cli_failure(cmd, "out of memory for %zu problems", items.n);
-    if (rc == CLI_EXIT_OK) {
-        convfind_context_options opt;
-        convfind_context_options_init(&opt);
-        opt.num_threads = o.threads;
-        opt.find_policy = (convfind_find_policy)o.policy;
-        opt.db_path = o.db;
-        opt.system_db_path = o.system_db;
-        opt.db_env_policy = (convfind_db_env_policy)o.env_policy;
-        opt.find_time_budget_s = o.budget_ms / 1000.0;
-        convfind_status st = convfind_context_create(&opt, &ctx);
-        if (st != CONVFIND_OK)
-            rc = cli_library_error(st);
-    }
-    if (rc != CLI_EXIT_OK) {
-        free(rows);
-        free(items.v);
-        return rc;
-    }
-
-    printf("tuning %zu problems into %s\n", items.n, cf_db_location(ctx->db));
-    bool tty = isatty(STDOUT_FILENO) != 0;
-    int db_hits = 0, failures = 0;
+    const char *db = cli_ctx_db_location(ctx);
+    if (!a->json)
+        printf("tuning %zu problems into %s\n", list->n, db);
+    bool tty = isatty(STDERR_FILENO) != 0;
+    size_t hits = 0, failed = 0;
     double start = now_s();
-    for (size_t i = 0; i < items.n; i++) {
-        snprintf(rows[i].name, sizeof rows[i].name, "%s", items.v[i].name);
-        cli_decide(ctx, &items.v[i].desc, &rows[i], NULL);
-        db_hits += rows[i].status == CONVFIND_OK && rows[i].source == CONVFIND_SOURCE_STORED;
-        failures += rows[i].status != CONVFIND_OK;
-        progress(tty, i + 1, items.n, now_s() - start, &rows[i]);
+    for (size_t i = 0; i < list->n; i++) {
+        cli_decision *r = &rows[i];
+        snprintf(r->name, sizeof r->name, "%s", list->v[i].name);
+        const char *unsupported = cli_dtype_unsupported(a, list->v[i].desc.dtype);
+        if (unsupported) {
+            r->status = CONVFIND_ERR_UNSUPPORTED;
+            snprintf(r->error, sizeof r->error, "%s", unsupported);
+        } else {
+            cli_decide(ctx, &list->v[i].desc, r, NULL);
+        }
+        hits += r->status == CONVFIND_OK && r->source == CONVFIND_SOURCE_STORED;
+        failed += r->status != CONVFIND_OK;
+        if (a->progress)
+            progress(tty, i + 1, list->n, now_s() - start, r);
     }
-    if (tty)
-        printf("\n");
-    cli_decision_table(rows, items.n);
+    size_t unstored = cli_ctx_db_flush(ctx);
     convfind_context_stats stats;
     convfind_context_stats_get(ctx, &stats);
-    printf("tuned=%zu finds=%llu db_hits=%d seconds=%.2f\n", items.n,
-           (unsigned long long)stats.finds, db_hits, now_s() - t0);
-    convfind_context_destroy(ctx);
-    free(rows);
-    free(items.v);
-    return failures ? CLI_EXIT_FAILURE : CLI_EXIT_OK;
+    size_t tuned = list->n - failed;
+    double seconds = now_s() - t0;
+    if (a->json) {
+        print_json(db, list, rows, tuned, failed, (unsigned long long)stats.finds, hits,
+                   unstored, seconds);
+    } else {
+        cli_decision_table(rows, list->n);
+        printf("tuned=%zu failed=%zu finds=%llu db_hits=%zu unstored=%zu seconds=%.2f\n", tuned,
+               failed, (unsigned long long)stats.finds, hits, unstored, seconds);
+    }
+    for (size_t i = 0; i < list->n; i++)
+        if (rows[i].status != CONVFIND_OK)
+            return cli_failure(cmd, "%zu of %zu problems failed; the first, %s: %s: %s", failed,
+                               list->n, rows[i].name, convfind_status_name(rows[i].status),
+                               rows[i].error);
+    if (unstored)
+        return cli_failure(cmd, "%zu decisions could not be stored in %s", unstored, db);
+    return CLI_EXIT_OK;
 }
 
+static int tune_main(const cli_command *cmd, cli_args *a)
+{
+    double t0 = now_s();
+    cli_problem_list list = {0};
+    int rc = collect(cmd, a, &list);
+    cli_decision *rows = NULL;
+    convfind_context *ctx = NULL;
+    if (rc == CLI_EXIT_OK && !(rows = calloc(list.n, sizeof *rows)))
+        rc = cli_failure(cmd, "out of memory for %zu problems", list.n);
+    if (rc == CLI_EXIT_OK)
+        rc = cli_context_open(cmd, a,
+                              a->policy == 1 ? CONVFIND_FIND_EXHAUSTIVE : CONVFIND_FIND_HYBRID,
+                              &ctx);
+    if (rc == CLI_EXIT_OK)
+        rc = tune(cmd, a, ctx, &list, rows, t0);
+    convfind_context_destroy(ctx);
+    free(rows);
+    cli_problems_free(&list);
+    return rc;
+}
+
+static const int file_flags[] = {CLI_INPUT_SHAPE, -1};
+static const int onnx_flags[] = {CLI_X_SHAPE,     CLI_W_SHAPE,  CLI_OP,
+                                 CLI_DTYPE,       CLI_LAYOUT,   CLI_MATH,
+                                 CLI_PADS,        CLI_STRIDES,  CLI_DILATIONS,
+                                 CLI_GROUP,       CLI_KERNEL_SHAPE, CLI_AUTO_PAD,
+                                 CLI_OUTPUT_PADDING, CLI_OUTPUT_SHAPE, CLI_BIAS,
+                                 CLI_RESIDUAL,    CLI_ACTIVATION, -1};
+static const int tune_flags[] = {CLI_POLICY, CLI_ENV_POLICY, CLI_BUDGET_MS, CLI_THREADS,
+                                 CLI_DEVICE, CLI_WORKSPACE,  CLI_DB,        CLI_SYSTEM_DB, -1};
+static const int output_flags[] = {CLI_JSON, CLI_PROGRESS, -1};
+static const cli_section sections[] = {
+    {"problem files", file_flags},
+    {"one problem in ONNX terms", onnx_flags},
+    {"one problem as MIOpenDriver conv flags", cli_miopen_problem_flags},
+    {"MIOpenDriver flags for the driver itself", cli_miopen_driver_flags},
+    {"how it tunes", tune_flags},
+    {"output", output_flags},
+};
+
 const cli_command cli_cmd_tune = {
-    "tune",
-    "measure and store the decisions of every problem in CSV or MIOpenDriver files",
-    "[options] FILE...",
-    tune_main,
+    .name = "tune",
+    .summary = "measure and store the decision of every problem of some files or a model",
+    .synopsis = "FILE... [options]\n"
+                "MODEL.onnx [--input-shape SPEC]... [options]\n"
+                "[MIOpenDriver] conv|convfp16|convbfp16 [MIOpenDriver flags] [options]\n"
+                "--x-shape N,C,... --w-shape M,C/G,... [ONNX flags] [options]",
+    .description =
+        "Decides every problem the way a first inference would (a plan creation under the "
+        "hybrid policy: a decision stored in the database is used, any other is measured by "
+        "Find and stored), so that later processes read the decisions instead of measuring. "
+        "A second run of the same list measures nothing.\n"
+        "\n"
+        "A FILE (\"-\" for standard input) is in one of three formats, decided by its "
+        "first line that is not blank or a comment. The problem list: one problem per line, "
+        "'#' starting a comment, whitespace-separated key=value tokens with ONNX meanings:\n"
+        "  name=res2a count=3 x=1,64,56,56 w=64,64,3,3 pads=1,1,1,1 bias=1 act=relu\n"
+        "Its keys: name, count, op (conv|conv_transpose), x (N,C,D... in logical ONNX order), "
+        "w (W's ONNX dims), group, pads (begins, then ends), strides, dilations, "
+        "kernel_shape, auto_pad (notset|same_upper|same_lower|valid), output_padding, "
+        "output_shape, bias (0|1), residual (0|1), act (none|relu|leaky_relu|clip|sigmoid|"
+        "tanh|hard_sigmoid), alpha, beta (the activation's parameters), layout (nchw|nhwc), "
+        "dtype (f32|f16|bf16), math (strict|tf32), weights (const|var, parsed and carried, "
+        "not yet part of the decision key). x and w are required; absent keys take the ONNX "
+        "defaults; an unknown key or a bad value is an error naming the line and the key. "
+        "The layer CSV, recognised by its header "
+        "name[,count],n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group, is a "
+        "shorthand for NCHW f32 Conv. Any other line is a MIOpenDriver command line "
+        "(whatever precedes the command word conv, convfp16 or convbfp16 is skipped, so log "
+        "lines work). A file without any problem, with a NUL byte or with a line longer "
+        "than 65536 characters is an error.\n"
+        "\n"
+        "A FILE ending in .onnx is a model: `python3 -m convfind.onnx MODEL` (convfind's "
+        "Python package; $CONVFIND_PYTHON names another interpreter) prints its "
+        "convolutions as a problem list, which is tuned; each --input-shape is passed on. "
+        "Without the module the command says so.\n"
+        "\n"
+        "Without FILEs, the flags describe one problem, as for `convfind find`.\n"
+        "\n"
+        "Output: a first line naming the database, a table (problem, algorithm, source, "
+        "median ms, seconds) and the line `tuned=T failed=F finds=N db_hits=H unstored=U "
+        "seconds=S`; with --json one object {\"database\", \"problems\": [{\"name\", "
+        "\"count\", \"weights\", \"status\", \"algorithm\", \"source\", \"median_ms\" or "
+        "\"error\", \"seconds\"}], \"tuned\", \"failed\", \"finds\", \"db_hits\", "
+        "\"unstored\", \"seconds\"}. A database another process keeps locked is waited "
+        "for; decisions that could not be stored in the end are counted as unstored. The "
+        "exit status is 1 when a problem failed or a decision could not be stored.",
+    .sections = sections,
+    .nsections = 6,
+    .examples = "convfind tune data/resnet50_convs.csv --budget-ms 200 --progress\n"
+                "convfind tune model.onnx --input-shape input:1,3,224,224 --db team.sqlite\n"
+                "convfind tune miopen_lines.txt --json > decisions.json\n"
+                "convfind tune conv -n 1 -c 64 -H 56 -W 56 -k 64 -p 1 -q 1",
+    .max_pos = -1,
+    .run = tune_main,
 };

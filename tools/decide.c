@@ -9,7 +9,7 @@
 #include <stdio.h>
 #include <time.h>
 
-#include "core/context.h"
+#include "ctx_private.h"
 
 static double now_s(void)
 {
@@ -27,20 +27,6 @@ const char *cli_source_name(convfind_decision_source source)
     case CONVFIND_SOURCE_HEURISTIC: break;
     }
     return "heuristic";
-}
-
-/* The plan info does not carry timings; the record in the context's database does. */
-static double stored_median(convfind_context *ctx, const char *key, const char *algo)
-{
-    cf_decision d;
-    cf_db_found found;
-    double ms = 0;
-    if (cf_db_lookup(ctx->db, key, &d, &found) == CONVFIND_OK && found == CF_DB_HIT) {
-        const cf_candidate_stats *c = cf_decision_candidate(&d, algo);
-        ms = c ? c->median_ms : 0;
-    }
-    cf_decision_clear(&d);
-    return ms;
 }
 
 void cli_decide(convfind_context *ctx, const convfind_conv_desc *desc, cli_decision *out,
@@ -62,7 +48,7 @@ void cli_decide(convfind_context *ctx, const convfind_conv_desc *desc, cli_decis
     if (out->status == CONVFIND_OK) {
         snprintf(out->algo, sizeof out->algo, "%s", info.algorithm);
         out->source = info.source;
-        out->median_ms = stored_median(ctx, info.key, info.algorithm);
+        out->median_ms = cli_ctx_stored_median(ctx, info.key, info.algorithm);
     }
     if (plan && out->status == CONVFIND_OK)
         *plan = made;

@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "cli_common.h"
+#include "textlines.h"
 
 #define LAYER_HEADER \
     "name,count,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group"
@@ -49,10 +50,14 @@ static int fail(char *err, size_t err_size, const char *fmt, ...)
     return -1;
 }
 
-/* Parses one data line (without its newline) into *layer; without a count column
- * (has_count false) the row counts once. */
-static int parse_row(char *line, long lineno, bool has_count, cli_layer *layer, char *err,
-                     size_t err_size)
+bool cli_layers_header(const char *line, bool *has_count)
+{
+    *has_count = strcmp(line, LAYER_HEADER) == 0;
+    return *has_count || strcmp(line, LAYER_HEADER_NO_COUNT) == 0;
+}
+
+int cli_layer_parse(char *line, long lineno, bool has_count, cli_layer *layer, char *err,
+                    size_t err_size)
 {
     memset(layer, 0, sizeof *layer);
     layer->count = 1;
@@ -85,58 +90,43 @@ static int parse_row(char *line, long lineno, bool has_count, cli_layer *layer, 
     return 0;
 }
 
-static int read_lines(FILE *f, cli_layer **layers, size_t *count, char *err, size_t err_size)
-{
-    char line[1024];
-    long lineno = 0;
-    size_t cap = 0;
-    bool has_count = true;
-    while (fgets(line, sizeof line, f)) {
-        lineno++;
-        size_t len = strlen(line);
-        if (len == sizeof line - 1 && line[len - 1] != '\n' && !feof(f))
-            return fail(err, err_size, "line %ld: longer than %zu characters", lineno,
-                        sizeof line - 2);
-        while (len > 0 && (line[len - 1] == '\n' || line[len - 1] == '\r'))
-            line[--len] = '\0';
-        if (lineno == 1) {
-            has_count = strcmp(line, LAYER_HEADER_NO_COUNT) != 0;
-            if (has_count && strcmp(line, LAYER_HEADER) != 0)
-                return fail(err, err_size, "line 1: the header must be %s (count optional)",
-                            LAYER_HEADER);
-            continue;
-        }
-        if (len == 0)
-            continue;
-        if (*count == cap) {
-            size_t next = cap ? 2 * cap : 32;
-            cli_layer *grown = realloc(*layers, next * sizeof **layers);
-            if (!grown)
-                return fail(err, err_size, "line %ld: out of memory", lineno);
-            *layers = grown;
-            cap = next;
-        }
-        if (parse_row(line, lineno, has_count, &(*layers)[*count], err, err_size) != 0)
-            return -1;
-        (*count)++;
-    }
-    if (ferror(f))
-        return fail(err, err_size, "cannot read: %s", strerror(errno));
-    if (*count == 0)
-        return fail(err, err_size, "line %ld: no layers in the file", lineno);
-    return 0;
-}
-
 int cli_layers_read(const char *path, cli_layer **layers, size_t *count, char *err,
                     size_t err_size)
 {
     *layers = NULL;
     *count = 0;
-    FILE *f = fopen(path, "r");
-    if (!f)
+    cli_lines r;
+    if (cli_lines_open(&r, path, err, err_size) != 0)
         return fail(err, err_size, "cannot open: %s", strerror(errno));
-    int rc = read_lines(f, layers, count, err, err_size);
-    fclose(f);
+    size_t cap = 0;
+    bool has_count = true;
+    char *line, why[300];
+    int got, rc = 0;
+    while (rc == 0 && (got = cli_lines_next(&r, &line, why, sizeof why)) != 0) {
+        if (got < 0) {
+            rc = fail(err, err_size, "line %ld: %s", r.lineno, why);
+        } else if (r.lineno == 1) {
+            if (!cli_layers_header(line, &has_count))
+                rc = fail(err, err_size, "line 1: the header must be %s (count optional)",
+                          LAYER_HEADER);
+        } else if (line[0] != '\0') {
+            if (*count == cap) {
+                size_t next = cap ? 2 * cap : 32;
+                cli_layer *grown = realloc(*layers, next * sizeof **layers);
+                if (!grown) {
+                    rc = fail(err, err_size, "line %ld: out of memory", r.lineno);
+                    break;
+                }
+                *layers = grown;
+                cap = next;
+            }
+            rc = cli_layer_parse(line, r.lineno, has_count, &(*layers)[*count], err, err_size);
+            *count += rc == 0;
+        }
+    }
+    if (rc == 0 && *count == 0)
+        rc = fail(err, err_size, "line %ld: no layers in the file", r.lineno);
+    cli_lines_close(&r);
     if (rc != 0) {
         free(*layers);
         *layers = NULL;

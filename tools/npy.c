@@ -10,6 +10,8 @@
  */
 #include "npy.h"
 
+#include "outfile.h"
+
 #include <errno.h>
 #include <inttypes.h>
 #include <stdarg.h>
@@ -131,8 +133,10 @@ static convfind_status parse_string(header_parser *hp, char *out, size_t out_siz
     char quote = *hp->p++;
     const char *start = hp->p;
     while (hp->p < hp->end && *hp->p != quote) {
-        if (*hp->p == '\\' || *hp->p == '\n')
-            return syntax(hp, "a plain string without escapes");
+        /* A NUL or another control character would make "'<f4\\0'" compare equal to
+         * '<f4' once copied into a C string. */
+        if (*hp->p == '\\' || (unsigned char)*hp->p < 0x20)
+            return syntax(hp, "a plain string without escapes or control characters");
         hp->p++;
     }
     if (hp->p >= hp->end)
@@ -488,22 +492,21 @@ convfind_status cf_npy_write_file(const char *path, int ndim, const int64_t *dim
     convfind_status st = cf_npy_encode(ndim, dims, data, &image, &size, err, err_size);
     if (st != CONVFIND_OK)
         return st;
-    FILE *f = fopen(path, "wb");
-    if (!f) {
+    cli_outfile out;
+    char why[200];
+    if (cli_outfile_open(&out, path, why, sizeof why) != 0) {
         free(image);
-        return fail(err, err_size, CONVFIND_ERR_IO, "cannot create: %s", strerror(errno));
+        return fail(err, err_size, CONVFIND_ERR_IO, "%s", why);
     }
-    bool ok = fwrite(image, 1, size, f) == size;
+    bool ok = fwrite(image, 1, size, out.f) == size;
     int saved = errno;
-    if (fclose(f) != 0 && ok) {
-        ok = false;
-        saved = errno;
-    }
     free(image);
     if (!ok) {
-        remove(path);
+        cli_outfile_abort(&out);
         return fail(err, err_size, CONVFIND_ERR_IO, "cannot write: %s", strerror(saved));
     }
+    if (cli_outfile_commit(&out, why, sizeof why) != 0)
+        return fail(err, err_size, CONVFIND_ERR_IO, "%s", why);
     return CONVFIND_OK;
 }
 

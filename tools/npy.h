@@ -58,8 +58,9 @@ convfind_status cf_npy_read_file(const char *path, cf_npy_array *out, char *err,
 convfind_status cf_npy_encode(int ndim, const int64_t *dims, const float *data,
                               void **image, size_t *image_size, char *err, size_t err_size);
 
-/* Writes cf_npy_encode's image to `path`.  On failure no file that looks complete is
- * left behind: a partially written file is removed. */
+/* Writes cf_npy_encode's image to `path` through a temporary file beside it, renamed
+ * into place once complete (outfile.h): on failure an existing file is left as it was
+ * and nothing else remains. */
 convfind_status cf_npy_write_file(const char *path, int ndim, const int64_t *dims,
                                   const float *data, char *err, size_t err_size);
 
