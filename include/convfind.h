@@ -223,11 +223,15 @@ CONVFIND_API size_t convfind_problem_describe(const convfind_problem *problem, c
  * (convfind_context_options.db_path, else $CONVFIND_DB_PATH, else
  * $XDG_CACHE_HOME/convfind/finddb.sqlite, else ~/.cache/convfind/finddb.sqlite, else
  * memory with one warning; the path ":memory:" asks for memory without a warning) over
- * an optional read-only system tier (system_db_path, else $CONVFIND_SYSTEM_DB).  The
- * database never makes a call fail: an unwritable location, a full disk or a lock that
- * cannot be taken means in-memory operation with one warning on stderr; a damaged,
- * truncated, foreign or newer-schema file is renamed to
- * "<file>.quarantine-<time>-<pid>" with one warning.
+ * an optional read-only system tier (system_db_path, else $CONVFIND_SYSTEM_DB).  A file
+ * named by db_path or $CONVFIND_DB_PATH that cannot be used (not a regular file, no
+ * permission, a lock held past the busy timeout; "" is not a path) makes
+ * convfind_context_create fail with CONVFIND_ERR_IO; at the default locations it means
+ * in-memory operation with one warning on stderr.  A damaged, truncated or foreign file
+ * this process can write is renamed to "<file>.quarantine-<time>-<pid>" with one warning;
+ * a newer-schema file or one it cannot write is used read-only with one warning.  Once a
+ * context exists the database never makes a call fail: a busy database is retried, and a
+ * decision that could not be stored is counted (docs/db.md).
  *
  * Every record carries the environment it was measured in (library version, backend
  * versions, device).  A record from another environment is never used as it is; the

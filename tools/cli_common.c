@@ -274,12 +274,14 @@ int cli_parse_activation(const char *flag, const char *text, convfind_activation
                             (int)name_len, text, nparams, nparams == 1 ? "" : "s", given);
             return -1;
         }
-        const char *second = comma ? comma + 1 : NULL;
-        size_t first_len = comma ? (size_t)(comma - p) : strlen(p);
-        if (cli_parse_float_quiet(p, first_len, &params[0]) != 0 ||
-            (second && cli_parse_float_quiet(second, strlen(second), &params[1]) != 0)) {
-            cli_value_error(flag, "'%s': the parameters must be float32 numbers", text);
-            return -1;
+        const char *at[2] = {p, comma ? comma + 1 : NULL};
+        size_t len[2] = {comma ? (size_t)(comma - p) : strlen(p), at[1] ? strlen(at[1]) : 0};
+        for (int i = 0; i < given; i++) {
+            if (cli_parse_float_quiet(at[i], len[i], &params[i]) != 0) {
+                cli_value_error(flag, "'%.*s' is not a float32 number",
+                                (int)(len[i] > 40 ? 40 : len[i]), at[i]);
+                return -1;
+            }
         }
     }
     *act = a;

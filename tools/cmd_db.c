@@ -231,8 +231,9 @@ static int run_stats(const cli_command *cmd, const cli_args *a, cf_db *db, const
                (long long)s.file_bytes);
         return CLI_EXIT_OK;
     }
-    printf("database:        %s%s\n", cf_db_location(db),
-           cf_db_exists(db) || !cf_db_is_persistent(db) ? "" : " (does not exist yet)");
+    const char *where = cf_db_location(db);
+    printf("database:        %s%s\n", where,
+           cf_db_exists(db) || strcmp(where, CF_DB_MEMORY) == 0 ? "" : " (does not exist yet)");
     printf("environment:     %s\n", desc);
     printf("records:         %zu (%zu this environment, %zu other, %zu unreadable)\n",
            s.records, s.current, s.foreign, s.unreadable);

@@ -157,25 +157,27 @@ static void print_summary(const cli_args *a, const convfind_plan_info *info, boo
 {
     char shape[200];
     format_dims(shape, sizeof shape, rank, y_stored);
+    /* With Y itself on stdout ("--output -"), the summary goes to stderr. */
+    FILE *out = strcmp(a->output, "-") == 0 ? stderr : stdout;
     if (!a->json) {
-        printf("ran %s (%s%s) in %.3f ms: wrote %s %s\n", info->algorithm,
-               cli_source_name(info->source), fell_back ? ", after the first choice failed" : "",
-               ms, a->output, shape);
+        fprintf(out, "ran %s (%s%s) in %.3f ms: wrote %s %s\n", info->algorithm,
+                cli_source_name(info->source),
+                fell_back ? ", after the first choice failed" : "", ms, a->output, shape);
         return;
     }
-    printf("{\"algorithm\": ");
-    cli_json_string(stdout, info->algorithm);
-    printf(", \"source\": \"%s\", \"fell_back\": %s, \"key\": ", cli_source_name(info->source),
-           fell_back ? "true" : "false");
-    cli_json_string(stdout, info->key);
-    printf(", \"execute_ms\": ");
-    cli_json_number(stdout, ms);
-    printf(", \"output\": ");
-    cli_json_string(stdout, a->output);
-    printf(", \"shape\": [");
+    fprintf(out, "{\"algorithm\": ");
+    cli_json_string(out, info->algorithm);
+    fprintf(out, ", \"source\": \"%s\", \"fell_back\": %s, \"key\": ",
+            cli_source_name(info->source), fell_back ? "true" : "false");
+    cli_json_string(out, info->key);
+    fprintf(out, ", \"execute_ms\": ");
+    cli_json_number(out, ms);
+    fprintf(out, ", \"output\": ");
+    cli_json_string(out, a->output);
+    fprintf(out, ", \"shape\": [");
     for (int i = 0; i < rank; i++)
-        printf("%s%lld", i ? ", " : "", (long long)y_stored[i]);
-    printf("]}\n");
+        fprintf(out, "%s%lld", i ? ", " : "", (long long)y_stored[i]);
+    fprintf(out, "]}\n");
 }
 
 static int run(const cli_command *cmd, const cli_args *a, run_state *s)

@@ -5,6 +5,7 @@ written by numpy and compares `convfind run` with onnx.reference, the ONNX
 specification's own implementation.  Bad inputs must give a non-zero exit, exactly one
 line on stderr and no output file.
 """
+import json
 import os
 import subprocess
 import zlib
@@ -127,12 +128,13 @@ def test_run_matches_onnx_reference(cli, tmp_path, case):
 
     store = channels_last if layout == "nhwc" else (lambda a: a)
     args = ["run", "--op", "conv" if op == "Conv" else "conv_transpose",
-            "-x", save(tmp_path, "x.npy", np.ascontiguousarray(store(x))),
-            "-w", save(tmp_path, "w.npy", w), "-o", tmp_path / "y.npy", "--layout", layout]
+            "--input", save(tmp_path, "x.npy", np.ascontiguousarray(store(x))),
+            "--weights", save(tmp_path, "w.npy", w), "--output", tmp_path / "y.npy",
+            "--layout", layout]
     if b is not None:
-        args += ["-b", save(tmp_path, "b.npy", b)]
+        args += ["--bias-file", save(tmp_path, "b.npy", b)]
     if z is not None:
-        args += ["-z", save(tmp_path, "z.npy", np.ascontiguousarray(store(z)))]
+        args += ["--residual-file", save(tmp_path, "z.npy", np.ascontiguousarray(store(z)))]
     if act is not None:
         args += ["--activation", act]
     for key, value in attrs.items():
@@ -151,10 +153,11 @@ def test_threads_and_forced_algorithm(cli, tmp_path):
     w = rng.standard_normal((3, 2, 3, 3)).astype(np.float32)
     listing = invoke(cli, ["run", "--help"], tmp_path)
     assert listing.returncode == 0
-    r = invoke(cli, ["run", "-x", save(tmp_path, "x.npy", x), "-w", save(tmp_path, "w.npy", w),
-                     "-o", tmp_path / "y.npy", "--threads", "2", "--algo", "cpu.reference",
-                     "--pads=1,1,1,1"], tmp_path)
+    r = invoke(cli, ["run", "--input", save(tmp_path, "x.npy", x),
+                     "--weights", save(tmp_path, "w.npy", w), "--output", tmp_path / "y.npy",
+                     "--threads", "2", "--algo", "cpu.reference", "--pads=1,1,1,1"], tmp_path)
     assert r.returncode == 0, r.stderr
+    assert r.stdout.startswith("ran cpu.reference (forced) in "), r.stdout
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"),
                                onnx_reference("Conv", x, w, None, dict(pads=[1, 1, 1, 1])),
                                rtol=1e-4, atol=1e-4)
@@ -187,7 +190,8 @@ BAD = [
     ("bad_activation", {}, ["--activation", "gelu"], "unknown activation 'gelu'"),
     ("activation_params", {}, ["--activation", "clip:0"], "takes 2 parameters"),
     ("activation_number", {}, ["--activation", "leaky_relu:abc"], "'abc' is not a float32 number"),
-    ("unknown_algo", {}, ["--algo", "no.such.algo"], "convfind: CONVFIND_ERR_NOT_FOUND"),
+    ("unknown_algo", {}, ["--algo", "no.such.algo"], "unknown algorithm 'no.such.algo' "
+     "(this build has: "),
     ("threads_not_integer", {}, ["--threads", "x2"], "not a 64-bit integer"),
     ("positional", {}, ["extra"], "unexpected argument 'extra'"),
     ("big_endian", {"x": lambda: np.ones((1, 2, 5, 5), ">f4")}, [], "big-endian"),
@@ -216,6 +220,7 @@ def test_bad_input_fails_with_one_line(cli, tmp_path, case):
              "w": lambda: np.ones((3, 2, 3, 3), np.float32)}
     files.update(makers)
     args = ["run"]
+    flag = {"x": "--input", "w": "--weights", "b": "--bias-file", "z": "--residual-file"}
     for role in ("x", "w", "b", "z"):
         if role not in files:
             continue
@@ -226,9 +231,9 @@ def test_bad_input_fails_with_one_line(cli, tmp_path, case):
             path = write_bytes(tmp_path, role + ".npy", value)
         else:
             path = save(tmp_path, role + ".npy", value)
-        args += ["-" + role, path]
+        args += [flag[role], path]
     out = tmp_path / "y.npy"
-    r = invoke(cli, args + ["-o", out] + extra, tmp_path)
+    r = invoke(cli, args + ["--output", out] + extra, tmp_path)
     assert r.returncode != 0
     lines = r.stderr.splitlines()
     assert len(lines) == 1, r.stderr
@@ -237,10 +242,10 @@ def test_bad_input_fails_with_one_line(cli, tmp_path, case):
 
 
 def test_missing_required_flag(cli, tmp_path):
-    r = invoke(cli, ["run", "-x", "a.npy", "-w", "b.npy"], tmp_path)
+    r = invoke(cli, ["run", "--input", "a.npy", "--weights", "b.npy"], tmp_path)
     assert r.returncode != 0
-    assert r.stderr.splitlines() == ["convfind run: missing required flag -o Y.npy "
-                                     "(see convfind run --help)"]
+    assert r.stderr.splitlines() == ["convfind run: missing required flag --output Y.npy "
+                                     "(see convfind help run)"]
 
 
 @pytest.mark.parametrize("args", [["--help"], ["-h"], ["help"], ["help", "run"],
@@ -254,9 +259,11 @@ def test_help(cli, tmp_path, args):
 
 def test_run_help_lists_every_flag(cli, tmp_path):
     text = invoke(cli, ["help", "run"], tmp_path).stdout
-    for flag in ["--op", "-x", "-w", "-b", "-z", "-o", "--pads", "--strides", "--dilations",
-                 "--group", "--kernel-shape", "--auto-pad", "--output-padding",
-                 "--output-shape", "--activation", "--layout", "--algo", "--threads"]:
+    for flag in ["--op", "--input", "--weights", "--bias-file", "--residual-file", "--output",
+                 "--pads", "--strides", "--dilations", "--group", "--kernel-shape",
+                 "--auto-pad", "--output-padding", "--output-shape", "--activation",
+                 "--layout", "--math", "--algo", "--threads", "--device", "--workspace",
+                 "--db", "--json"]:
         assert flag in text, flag
 
 
@@ -268,3 +275,59 @@ def test_version_and_unknown_command(cli, tmp_path):
     assert r.stderr.splitlines() == ["convfind: unknown command 'frobnicate' "
                                      "(see convfind --help)"]
     assert invoke(cli, [], tmp_path).returncode != 0
+
+
+def test_run_summary_json_and_db(cli, tmp_path):
+    """run says which algorithm ran and where the decision came from, and uses --db: a
+    second run finds the decision the first one stored."""
+    rng = np.random.default_rng(11)
+    x = save(tmp_path, "x.npy", rng.standard_normal((1, 4, 8, 8)).astype(np.float32))
+    w = save(tmp_path, "w.npy", rng.standard_normal((4, 4, 3, 3)).astype(np.float32))
+    db = tmp_path / "run.sqlite"
+    args = ["run", "--input", x, "--weights", w, "--output", tmp_path / "y.npy", "--db", db,
+            "--json"]
+    first = invoke(cli, args, tmp_path)
+    assert first.returncode == 0, first.stderr
+    a = json.loads(first.stdout)
+    assert a["source"] == "measured" and a["shape"] == [1, 4, 6, 6] and not a["fell_back"]
+    assert a["algorithm"] in invoke(cli, ["algos"], tmp_path).stdout.split()
+    second = json.loads(invoke(cli, args, tmp_path).stdout)
+    assert second["source"] == "stored" and second["algorithm"] == a["algorithm"]
+    assert second["key"] == a["key"]
+
+
+def test_algos_lists_this_builds_algorithms(cli, tmp_path):
+    text = invoke(cli, ["algos"], tmp_path).stdout.split()
+    assert "cpu.reference" in text
+    listed = json.loads(invoke(cli, ["algos", "--json"], tmp_path).stdout)
+    assert listed["algorithms"] == text
+    assert isinstance(listed["cuda"]["available"], bool)
+
+
+def test_run_on_the_gpu_matches_the_cpu(cli, tmp_path):
+    listed = json.loads(invoke(cli, ["algos", "--json"], tmp_path).stdout)
+    if not listed["cuda"]["available"]:
+        pytest.skip("NO GPU: CUDA device 0 cannot be used: " + listed["cuda"]["reason"])
+    rng = np.random.default_rng(12)
+    x = save(tmp_path, "x.npy", rng.standard_normal((2, 8, 9, 9)).astype(np.float32))
+    w = save(tmp_path, "w.npy", rng.standard_normal((16, 8, 3, 3)).astype(np.float32))
+    b = save(tmp_path, "b.npy", rng.standard_normal(16).astype(np.float32))
+    common = ["run", "--input", x, "--weights", w, "--bias-file", b, "--pads", "1,1,1,1",
+              "--activation", "relu", "--db", ":memory:"]
+    cpu = invoke(cli, common + ["--output", tmp_path / "cpu.npy"], tmp_path)
+    gpu = invoke(cli, common + ["--output", tmp_path / "gpu.npy", "--device", "cuda",
+                                "--math", "strict"], tmp_path)
+    assert cpu.returncode == 0 and gpu.returncode == 0, gpu.stderr
+    assert gpu.stdout.startswith("ran cuda."), gpu.stdout
+    np.testing.assert_allclose(np.load(tmp_path / "gpu.npy"), np.load(tmp_path / "cpu.npy"),
+                               rtol=1e-4, atol=1e-4)
+
+
+def test_device_without_cuda_is_one_line(cli, tmp_path):
+    listed = json.loads(invoke(cli, ["algos", "--json"], tmp_path).stdout)
+    if listed["cuda"]["available"]:
+        pytest.skip("CUDA is available here: nothing to refuse")
+    r = invoke(cli, ["find", "--x-shape", "1,4,6,6", "--w-shape", "4,4,3,3", "--device", "cuda",
+                     "--db", ":memory:"], tmp_path)
+    assert r.returncode == 1 and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert "CONVFIND_ERR_UNSUPPORTED" in r.stderr

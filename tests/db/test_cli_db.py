@@ -1,8 +1,11 @@
 """test_cli_db.py - end-to-end tests of `convfind tune` and `convfind db`.
 
 Tiny problems and a short Find budget keep it fast.  Checks the exact last line of
-`tune`, that a second run measures nothing, the MIOpenDriver reader, every `db`
-subcommand, and that bad input gives a non-zero exit with one line on stderr.
+`tune`, that a second run measures nothing, the three problem-file formats (the
+key=value problem list, the CSV shorthand, MIOpenDriver lines), .onnx models through a
+stand-in `convfind.onnx` module, --json and --progress, options on either side of the
+positional arguments, every `db` subcommand, and that bad input gives a non-zero exit
+with one line on stderr.
 """
 import json
 import os
@@ -12,7 +15,8 @@ import subprocess
 import pytest
 
 CLI = os.environ.get("CONVFIND_CLI", "")
-LAST = re.compile(r"^tuned=(\d+) finds=(\d+) db_hits=(\d+) seconds=\d+\.\d\d$")
+LAST = re.compile(r"^tuned=(\d+) failed=(\d+) finds=(\d+) db_hits=(\d+) unstored=(\d+) "
+                  r"seconds=\d+\.\d\d$")
 
 CSV = """name,count,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group
 a_3x3,2,1,4,8,8,8,3,3,1,1,1,1,1,1,1
@@ -33,11 +37,11 @@ def cli():
     return CLI
 
 
-def run(cli, tmp_path, *args, stdin=None):
-    env = dict(os.environ, CONVFIND_DB_PATH=str(tmp_path / "f.sqlite"))
-    env.pop("CONVFIND_SYSTEM_DB", None)
+def run(cli, tmp_path, *args, stdin=None, env=None):
+    full = dict(os.environ, CONVFIND_DB_PATH=str(tmp_path / "f.sqlite"), **(env or {}))
+    full.pop("CONVFIND_SYSTEM_DB", None)
     return subprocess.run([cli] + [str(a) for a in args], capture_output=True, text=True,
-                          env=env, timeout=300, input=stdin)
+                          env=full, timeout=300, input=stdin)
 
 
 @pytest.fixture
@@ -48,16 +52,20 @@ def lists(tmp_path):
 
 
 def last_line(r):
+    """(tuned, finds, db_hits) of tune's last line, which must report no failure and
+    nothing unstored."""
     m = LAST.match(r.stdout.rstrip("\n").split("\n")[-1])
     assert m, r.stdout
-    return tuple(int(g) for g in m.groups())
+    tuned, failed, finds, hits, unstored = (int(g) for g in m.groups())
+    assert failed == 0 and unstored == 0, r.stdout
+    return tuned, finds, hits
 
 
 def test_second_tune_measures_nothing(cli, tmp_path, lists):
-    r = run(cli, tmp_path, "tune", "--budget-ms", "20", *lists)
+    r = run(cli, tmp_path, "tune", *lists, "--budget-ms", "20", "--progress")
     assert r.returncode == 0, r.stderr
     assert last_line(r) == (5, 4, 0)
-    assert "[5/5]" in r.stdout  # not a terminal: one plain line per problem
+    assert "[5/5]" in r.stderr and "[5/5]" not in r.stdout  # piped: one line per problem
     assert "measured" in r.stdout
     r = run(cli, tmp_path, "tune", "--budget-ms", "20", *lists)
     assert r.returncode == 0, r.stderr
@@ -88,6 +96,14 @@ def test_db_subcommands(cli, tmp_path, lists):
     assert r.returncode == 0 and "chosen:" in r.stdout and "validated" in r.stdout
     r = run(cli, tmp_path, "db", "stats")
     assert "records:         3 (3 this environment" in r.stdout
+    for args in (["db", "--json", "list"], ["db", "list", "--json"]):
+        listed = json.loads(run(cli, tmp_path, *args).stdout)
+        assert [x["key"] for x in listed["records"]] == [row.split("\t")[0] for row in rows]
+        assert all(x["environment"]["current"] for x in listed["records"])
+    shown = json.loads(run(cli, tmp_path, "db", "show", key, "--json").stdout)
+    assert shown["records"][0]["candidates"][0]["status"] in ("ok", "failed")
+    stats = json.loads(run(cli, tmp_path, "db", "stats", "--json").stdout)
+    assert stats["records"] == 3 and stats["exists"] is True
     out = tmp_path / "e.jsonl"
     assert run(cli, tmp_path, "db", "export", out).returncode == 0
     records = [json.loads(line) for line in out.read_text().splitlines()]
@@ -106,7 +122,15 @@ def test_db_subcommands(cli, tmp_path, lists):
 @pytest.mark.parametrize("args,content,code", [
     (("tune", "missing.csv"), None, 1),
     (("tune",), None, 2),
+    (("tune", "bad.txt"), "MIOpenDriver conv -n 1 -Q 3\n", 1),
     (("tune", "bad.txt"), "MIOpenDriver conv -n 1 -Z 3\n", 1),
+    (("tune", "bad.txt"), "x=1,4,6,6 w=4,4,3,3 pads=1,x\n", 1),
+    (("tune", "bad.txt"), "x=1,4,6,6 w=4,4,3,3 color=red\n", 1),
+    (("tune", "bad.txt"), "x=1,4,6,6\n", 1),
+    (("tune", "bad.txt"), "x=1,4,6,6 w=4,4,3,3 act=relu alpha=0.1\n", 1),
+    (("tune", "bad.txt"), "# only a comment\n", 1),
+    (("tune", "model.onnx", "--input-shape", "x"), None, 1),
+    (("tune", "bad.txt", "--input-shape", "x"), "x=1,4,6,6 w=4,4,3,3\n", 2),
     (("tune", "bad.txt"), "MIOpenDriver conv -n 1 -F 2\n", 1),
     (("tune", "bad.txt"), "MIOpenDriver conv -n x\n", 1),
     (("tune", "bad.txt"), "name,count,n\nx,1,1\n", 1),
@@ -115,13 +139,116 @@ def test_db_subcommands(cli, tmp_path, lists):
     (("db",), None, 2),
     (("db", "frobnicate"), None, 2),
     (("db", "show"), None, 2),
+    (("db", "list", "extra"), None, 2),
+    (("db", "--budget-ms", "1", "list"), None, 2),
     (("db", "show", "v1;no-such-key"), None, 1),
     (("db", "import", "bad.txt"), '{"format":"convfind-db-record/1"}\n', 1),
 ])
 def test_bad_input_one_line(cli, tmp_path, args, content, code):
     if content is not None:
         (tmp_path / "bad.txt").write_text(content)
-    args = [tmp_path / a if a in ("bad.txt", "missing.csv") else a for a in args]
+    args = [tmp_path / a if a in ("bad.txt", "missing.csv", "model.onnx") else a for a in args]
     r = run(cli, tmp_path, *args)
     assert r.returncode == code, (r.stdout, r.stderr)
     assert len(r.stderr.strip().split("\n")) == 1, r.stderr
+
+
+# One problem of each kind the problem list can express, and the expected key fields.
+LIST = """# a problem list: key=value tokens with ONNX meanings
+name=plain x=1,4,6,6 w=8,4,3,3 pads=1,1,1,1
+name=fused count=2 x=1,4,6,6 w=4,4,1,1 bias=1 residual=1 act=leaky_relu alpha=0.2 weights=const
+name=nhwc x=1,4,7,7 w=4,1,3,3 group=4 strides=2,2 auto_pad=same_upper layout=nhwc  # depthwise
+name=dil x=1,4,9,9 w=4,4,3,3 dilations=2,2 pads=0,1,2,1 act=clip alpha=0 beta=6
+name=up op=conv_transpose x=1,4,5,5 w=4,2,3,3 strides=2,2 output_padding=1,1 group=1 weights=var
+name=shaped op=conv_transpose x=1,4,5,5 w=4,2,3,3 strides=2,2 output_shape=10,10
+name=conv1d x=1,3,11 w=4,3,3 kernel_shape=3 pads=1,1 math=strict dtype=f32 act=hard_sigmoid
+"""
+
+
+def test_problem_list_format(cli, tmp_path):
+    (tmp_path / "l.txt").write_text(LIST)
+    r = run(cli, tmp_path, "tune", tmp_path / "l.txt", "--budget-ms", "20", "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    names = [p["name"] for p in out["problems"]]
+    assert names == ["plain", "fused", "nhwc", "dil", "up", "shaped", "conv1d"]
+    assert out["tuned"] == 7 and out["failed"] == 0 and out["unstored"] == 0
+    by = {p["name"]: p for p in out["problems"]}
+    assert by["fused"]["count"] == 2 and by["fused"]["weights"] == "const"
+    assert by["up"]["weights"] == "var" and by["plain"]["weights"] is None
+    keys = [x["key"] for x in json.loads(run(cli, tmp_path, "db", "list", "--json").stdout)["records"]]
+    assert len(keys) == 7
+    assert any(";nhwc;" in k and ";g=4;" in k and ";s=2x2;" in k for k in keys)
+    assert any(";bias=1;z=1;act=leaky_relu" in k for k in keys), keys
+    assert any(k.startswith("v1;convtranspose;") and ";opad=1,1;" in k for k in keys), keys
+
+
+def test_problem_list_errors_name_line_and_key(cli, tmp_path):
+    (tmp_path / "l.txt").write_text("x=1,4,6,6 w=4,4,3,3\n\nx=1,4,6,6 w=4,4,3,3 strides=1,y\n")
+    r = run(cli, tmp_path, "tune", tmp_path / "l.txt")
+    assert r.returncode == 1
+    assert r.stderr.strip() == ("convfind tune: %s:3: key 'strides': 'y' in '1,y' is not an "
+                                "integer (expected a list like 1,2,3)" % (tmp_path / "l.txt"))
+
+
+def test_options_on_either_side(cli, tmp_path):
+    (tmp_path / "p.csv").write_text(CSV)
+    db = tmp_path / "x.sqlite"
+    r = run(cli, tmp_path, "tune", tmp_path / "p.csv", "--db", db, "--budget-ms", "20")
+    assert r.returncode == 0, r.stderr
+    assert last_line(r) == (3, 3, 0)
+    r = run(cli, tmp_path, "db", "--db", db, "list")
+    assert r.returncode == 0 and len(r.stdout.strip().split("\n")) == 3
+    r = run(cli, tmp_path, "db", "--db", db, "--", "list")
+    assert r.returncode == 0 and len(r.stdout.strip().split("\n")) == 3
+
+
+def test_one_problem_from_flags(cli, tmp_path):
+    r = run(cli, tmp_path, "tune", "conv", "-n", "1", "-c", "4", "-H", "6", "-W", "6", "-k", "4",
+            "-t", "1", "--budget-ms", "20")
+    assert r.returncode == 0, r.stderr
+    assert last_line(r) == (1, 1, 0)
+    r = run(cli, tmp_path, "tune", "--x-shape", "1,4,6,6", "--w-shape", "4,4,3,3", "--pads",
+            "1,1,1,1", "--budget-ms", "20")
+    assert r.returncode == 0 and last_line(r) == (1, 1, 0), r.stderr
+
+
+def fake_module(tmp_path, body):
+    """A stand-in convfind.onnx on PYTHONPATH, as the Python package provides it."""
+    pkg = tmp_path / "py" / "convfind"
+    pkg.mkdir(parents=True)
+    (pkg / "__init__.py").write_text("")
+    if body is not None:
+        (pkg / "onnx.py").write_text(body)
+    return {"PYTHONPATH": str(tmp_path / "py")}
+
+
+def test_onnx_model_through_the_python_module(cli, tmp_path):
+    env = fake_module(tmp_path, "import sys\n"
+                      "assert sys.argv[1].endswith('m.onnx') and sys.argv[2:] == "
+                      "['--input-shape', 'in:1,4,6,6']\n"
+                      "print('name=a x=1,4,6,6 w=4,4,3,3 pads=1,1,1,1 weights=const')\n"
+                      "print('name=b x=1,4,6,6 w=8,4,1,1')\n")
+    (tmp_path / "m.onnx").write_bytes(b"not read by the tool")
+    r = run(cli, tmp_path, "tune", tmp_path / "m.onnx", "--input-shape", "in:1,4,6,6",
+            "--budget-ms", "20", env=env)
+    assert r.returncode == 0, r.stderr
+    assert last_line(r) == (2, 2, 0)
+
+
+def test_onnx_without_the_module_says_so(cli, tmp_path):
+    env = fake_module(tmp_path, None)
+    (tmp_path / "m.onnx").write_bytes(b"")
+    r = run(cli, tmp_path, "tune", tmp_path / "m.onnx", env=env)
+    assert r.returncode == 1
+    assert len(r.stderr.strip().split("\n")) == 1
+    assert "convfind.onnx is not importable" in r.stderr, r.stderr
+
+
+def test_inspection_of_a_missing_database(cli, tmp_path):
+    db = tmp_path / "no" / "such.sqlite"
+    r = run(cli, tmp_path, "db", "stats", "--db", db)
+    assert r.returncode == 0 and "does not exist yet" in r.stdout
+    r = run(cli, tmp_path, "db", "verify", "--db", db)
+    assert r.returncode == 1 and "does not exist" in r.stderr
+    assert not (tmp_path / "no").exists()

@@ -1,8 +1,8 @@
 /*
  * test_npy.c - the CLI's .npy reader and writer: round trips, the exact bytes NumPy
- * expects, and one case per rejection class with its status and message.
+ * expects, one case per rejection class with its status and message, and writes that
+ * fail without harming an existing file.
  */
-#define _POSIX_C_SOURCE 200809L /* mkstemp, fdopen */
 
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +13,13 @@
 #include <string.h>
 
 #include <cmocka.h>
+
+#include <dirent.h>
+#include <signal.h>
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "npy.h"
 
@@ -269,6 +276,85 @@ static void test_rejected_prefixes(void **state)
     free(b);
 }
 
+/* A NUL (or another control character) inside a header string: "'<f4\\0'" would compare
+ * equal to '<f4' once copied into a C string. */
+static void test_control_characters_in_strings(void **state)
+{
+    (void)state;
+    static const char header[] = "{'descr': '<f4\0', 'fortran_order': False, 'shape': (2,), }";
+    const size_t hlen = sizeof header - 1;
+    size_t size = 10 + hlen + 8;
+    unsigned char *b = calloc(1, size);
+    assert_non_null(b);
+    memcpy(b, "\x93NUMPY\x01\x00", 8);
+    b[8] = (unsigned char)hlen;
+    memcpy(b + 10, header, hlen);
+    cf_npy_array a;
+    char err[CF_NPY_ERROR_SIZE];
+    assert_int_equal(cf_npy_parse(b, size, &a, err, sizeof err), CONVFIND_ERR_IO);
+    assert_non_null(strstr(err, "control characters"));
+    b[10 + 14] = '\t';
+    assert_int_equal(cf_npy_parse(b, size, &a, err, sizeof err), CONVFIND_ERR_IO);
+    free(b);
+}
+
+/* A write that fails (the file size limit, as a full disk would) leaves an existing
+ * output exactly as it was and no temporary file; a write through a symbolic link
+ * replaces the file it points to and keeps the link. */
+static void test_failed_write_keeps_the_target(void **state)
+{
+    (void)state;
+    char dir[] = "/tmp/convfind_test_npy_dir_XXXXXX";
+    assert_non_null(mkdtemp(dir));
+    char target[128], link[128];
+    snprintf(target, sizeof target, "%s/y.npy", dir);
+    snprintf(link, sizeof link, "%s/link.npy", dir);
+    FILE *f = fopen(target, "w");
+    assert_non_null(f);
+    fputs("precious", f);
+    fclose(f);
+    static float data[4096];
+    const int64_t dims[1] = {4096};
+    pid_t pid = fork();
+    if (pid == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        struct rlimit lim = {4096, 4096};
+        char err[CF_NPY_ERROR_SIZE];
+        _exit(setrlimit(RLIMIT_FSIZE, &lim) == 0 &&
+              cf_npy_write_file(target, 1, dims, data, err, sizeof err) == CONVFIND_ERR_IO
+                  ? 0 : 1);
+    }
+    int status;
+    assert_int_equal(waitpid(pid, &status, 0), pid);
+    assert_true(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    char back[32] = "";
+    f = fopen(target, "r");
+    assert_non_null(f);
+    assert_non_null(fgets(back, sizeof back, f));
+    fclose(f);
+    assert_string_equal(back, "precious");
+
+    assert_int_equal(symlink("y.npy", link), 0);
+    char err[CF_NPY_ERROR_SIZE];
+    assert_int_equal(cf_npy_write_file(link, 1, dims, data, err, sizeof err), CONVFIND_OK);
+    struct stat st;
+    assert_int_equal(lstat(link, &st), 0);
+    assert_true(S_ISLNK(st.st_mode));
+    cf_npy_array a;
+    assert_int_equal(cf_npy_read_file(target, &a, err, sizeof err), CONVFIND_OK);
+    assert_int_equal(a.count, 4096);
+    cf_npy_free(&a);
+    DIR *d = opendir(dir);
+    int entries = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;)
+        entries += e->d_name[0] != '.';
+    closedir(d);
+    assert_int_equal(entries, 2); /* y.npy and link.npy: no temporary file left */
+    unlink(link);
+    unlink(target);
+    rmdir(dir);
+}
+
 static void test_encode_rejections(void **state)
 {
     (void)state;
@@ -301,6 +387,8 @@ int main(void)
         cmocka_unit_test(test_rejections),
         cmocka_unit_test(test_rejected_prefixes),
         cmocka_unit_test(test_encode_rejections),
+        cmocka_unit_test(test_control_characters_in_strings),
+        cmocka_unit_test(test_failed_write_keeps_the_target),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
