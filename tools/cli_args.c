@@ -21,7 +21,6 @@ void cli_args_init(cli_args *a)
     memset(a, 0, sizeof *a);
     convfind_conv_desc_init(&a->desc);
     a->device = CONVFIND_DEVICE_CPU;
-    a->policy = 0; /* the first of the policy choices: hybrid */
     a->repeats = 5;
     /* MIOpenDriver's own defaults, so that an absent flag means what it meant there. */
     static const struct {
@@ -354,10 +353,10 @@ const cli_flag cli_flags[CLI_FLAG_COUNT] = {
                   "Force this algorithm instead of the context's choice (`convfind algos` "
                   "lists them; a wrong name lists them too).",
                   apply_string, A(algo), NULL, false},
-    [CLI_INPUT_SHAPE] = {"input-shape", 0, "SPEC",
-                         "For a .onnx model: passed on to `python3 -m convfind.onnx` as "
-                         "--input-shape SPEC, to fix a dynamic input dim (its syntax is that "
-                         "module's). May be given several times.",
+    [CLI_INPUT_SHAPE] = {"input-shape", 0, "NAME=D0,D1,...",
+                         "For a .onnx model: binds graph input NAME's shape (its symbolic "
+                         "dims), passed on to `python3 -m convfind.onnx`. May be given "
+                         "several times.",
                          apply_input_shape, 0, NULL, true},
     [CLI_LAYERS] = {"layers", 0, "FILE",
                     "The layer CSV to tune (default: data/resnet50_convs.csv, relative to "

@@ -17,6 +17,14 @@ static const int onnx_only[] = {CLI_X_SHAPE,     CLI_W_SHAPE,        CLI_OP,
 /* Flags of either kind of problem. */
 static const int shared[] = {CLI_BIAS, CLI_RESIDUAL, CLI_ACTIVATION, CLI_MATH, -1};
 
+const int cli_onnx_problem_flags[] = {CLI_X_SHAPE,     CLI_W_SHAPE,  CLI_OP,
+                                      CLI_DTYPE,       CLI_LAYOUT,   CLI_MATH,
+                                      CLI_PADS,        CLI_STRIDES,  CLI_DILATIONS,
+                                      CLI_GROUP,       CLI_KERNEL_SHAPE, CLI_AUTO_PAD,
+                                      CLI_OUTPUT_PADDING, CLI_OUTPUT_SHAPE, CLI_BIAS,
+                                      CLI_RESIDUAL,    CLI_ACTIVATION, -1};
+
+/* The first flag of `ids` that was given, or -1. */
 static int first_given(const cli_args *a, const int *ids)
 {
     for (; *ids >= 0; ids++)
@@ -25,10 +33,14 @@ static int first_given(const cli_args *a, const int *ids)
     return -1;
 }
 
-bool cli_problem_flags_given(const cli_args *a)
+bool cli_problem_flags_given(const cli_args *a, int except)
 {
-    return first_given(a, onnx_only) >= 0 || first_given(a, shared) >= 0 ||
-           first_given(a, cli_miopen_problem_flags) >= 0;
+    const int *lists[3] = {onnx_only, shared, cli_miopen_problem_flags};
+    for (int l = 0; l < 3; l++)
+        for (const int *id = lists[l]; *id >= 0; id++)
+            if (a->given[*id] && *id != except)
+                return true;
+    return false;
 }
 
 int cli_problem_from_args(const cli_command *cmd, const cli_args *a, char *const *words,

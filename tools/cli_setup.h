@@ -11,9 +11,13 @@
 
 #include "cli_args.h"
 
-/* True when the flags describe a problem (ONNX problem flags or MIOpenDriver problem
- * flags), as opposed to naming problem files. */
-bool cli_problem_flags_given(const cli_args *a);
+/* The flags of a problem in ONNX terms, in help order, -1-terminated: a section of
+ * `find` and `tune`. */
+extern const int cli_onnx_problem_flags[];
+
+/* True when a flag that describes a problem was given (ONNX problem flags or
+ * MIOpenDriver problem flags), other than flag `except` (-1: none). */
+bool cli_problem_flags_given(const cli_args *a, int except);
 
 /* The problem of the flags into `d`.  `words` are positional arguments that may be a
  * pasted MIOpenDriver line's program and command word.  CLI_EXIT_OK, or a one-line

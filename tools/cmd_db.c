@@ -256,6 +256,18 @@ static void report_count(const cli_args *a, cf_db *db, const char *verb, size_t 
     }
 }
 
+/* "<text> <db>" (text) or {"database": ..., "<member>": true} (JSON). */
+static void report_done(const cli_args *a, cf_db *db, const char *text, const char *member)
+{
+    if (a->json) {
+        printf("{\"database\": ");
+        cli_json_string(stdout, cf_db_location(db));
+        printf(", \"%s\": true}\n", member);
+    } else {
+        printf("%s %s\n", text, cf_db_location(db));
+    }
+}
+
 static int run_verify(const cli_command *cmd, const cli_args *a, cf_db *db, const char *arg)
 {
     (void)cmd;
@@ -264,13 +276,7 @@ static int run_verify(const cli_command *cmd, const cli_args *a, cf_db *db, cons
     convfind_status st = cf_db_verify(db, &bad);
     if (st != CONVFIND_OK)
         return cli_library_error(st);
-    if (a->json) {
-        printf("{\"database\": ");
-        cli_json_string(stdout, cf_db_location(db));
-        printf(", \"ok\": true}\n");
-    } else {
-        printf("ok: %s\n", cf_db_location(db));
-    }
+    report_done(a, db, "ok:", "ok");
     return CLI_EXIT_OK;
 }
 
@@ -332,13 +338,7 @@ static int run_vacuum(const cli_command *cmd, const cli_args *a, cf_db *db, cons
     convfind_status st = cf_db_vacuum(db);
     if (st != CONVFIND_OK)
         return cli_library_error(st);
-    if (a->json) {
-        printf("{\"database\": ");
-        cli_json_string(stdout, cf_db_location(db));
-        printf(", \"vacuumed\": true}\n");
-    } else {
-        printf("vacuumed %s\n", cf_db_location(db));
-    }
+    report_done(a, db, "vacuumed", "vacuumed");
     return CLI_EXIT_OK;
 }
 

@@ -120,17 +120,11 @@ static int find_main(const cli_command *cmd, cli_args *a)
     return rc;
 }
 
-static const int onnx_flags[] = {CLI_X_SHAPE,     CLI_W_SHAPE,  CLI_OP,
-                                 CLI_DTYPE,       CLI_LAYOUT,   CLI_MATH,
-                                 CLI_PADS,        CLI_STRIDES,  CLI_DILATIONS,
-                                 CLI_GROUP,       CLI_KERNEL_SHAPE, CLI_AUTO_PAD,
-                                 CLI_OUTPUT_PADDING, CLI_OUTPUT_SHAPE, CLI_BIAS,
-                                 CLI_RESIDUAL,    CLI_ACTIVATION, -1};
 static const int find_flags[] = {CLI_BUDGET_MS, CLI_THREADS, CLI_DEVICE, CLI_WORKSPACE,
                                  CLI_DB,        CLI_SYSTEM_DB, -1};
 static const int output_flags[] = {CLI_JSON, -1};
 static const cli_section sections[] = {
-    {"the problem in ONNX terms", onnx_flags},
+    {"the problem in ONNX terms", cli_onnx_problem_flags},
     {"the problem as MIOpenDriver conv flags", cli_miopen_problem_flags},
     {"MIOpenDriver flags for the driver itself", cli_miopen_driver_flags},
     {"how Find runs", find_flags},

@@ -42,10 +42,14 @@ static bool ends_with(const char *s, const char *suffix)
     return n >= m && strcmp(s + n - m, suffix) == 0;
 }
 
-/* The problems to tune: the one the flags describe, or those of every file. */
+/* The problems to tune: the one the flags describe, or those of every file (--math
+ * alone goes with the models, to the converter). */
 static int collect(const cli_command *cmd, const cli_args *a, cli_problem_list *list)
 {
-    if (cli_problem_flags_given(a)) {
+    bool model = false;
+    for (int i = 0; i < a->npos; i++)
+        model |= ends_with(a->pos[i], ".onnx");
+    if (cli_problem_flags_given(a, model ? CLI_MATH : -1)) {
         cli_problem p;
         memset(&p, 0, sizeof p);
         p.count = 1;
@@ -63,16 +67,14 @@ static int collect(const cli_command *cmd, const cli_args *a, cli_problem_list *
     if (a->npos == 0)
         return cli_usage_error(cmd, "no problem FILE given, nor a problem's flags (see "
                                "convfind help tune)");
-    bool model = false;
-    for (int i = 0; i < a->npos; i++)
-        model |= ends_with(a->pos[i], ".onnx");
     if (a->n_input_shapes && !model)
         return cli_usage_error(cmd, "--input-shape is for a .onnx model, and no FILE is one");
     char err[800];
     for (int i = 0; i < a->npos; i++) {
         int rc = ends_with(a->pos[i], ".onnx")
-                     ? cli_onnx_problems(a->pos[i], a->input_shapes, a->n_input_shapes, list,
-                                         err, sizeof err)
+                     ? cli_onnx_problems(a->pos[i], a->input_shapes, a->n_input_shapes,
+                                         cli_math_names[a->desc.math_mode], list, err,
+                                         sizeof err)
                      : cli_problems_read_file(a->pos[i], list, err, sizeof err);
         if (rc != 0)
             return cli_failure(cmd, "%s", err);
@@ -210,18 +212,12 @@ static int tune_main(const cli_command *cmd, cli_args *a)
 }
 
 static const int file_flags[] = {CLI_INPUT_SHAPE, -1};
-static const int onnx_flags[] = {CLI_X_SHAPE,     CLI_W_SHAPE,  CLI_OP,
-                                 CLI_DTYPE,       CLI_LAYOUT,   CLI_MATH,
-                                 CLI_PADS,        CLI_STRIDES,  CLI_DILATIONS,
-                                 CLI_GROUP,       CLI_KERNEL_SHAPE, CLI_AUTO_PAD,
-                                 CLI_OUTPUT_PADDING, CLI_OUTPUT_SHAPE, CLI_BIAS,
-                                 CLI_RESIDUAL,    CLI_ACTIVATION, -1};
 static const int tune_flags[] = {CLI_POLICY, CLI_ENV_POLICY, CLI_BUDGET_MS, CLI_THREADS,
                                  CLI_DEVICE, CLI_WORKSPACE,  CLI_DB,        CLI_SYSTEM_DB, -1};
 static const int output_flags[] = {CLI_JSON, CLI_PROGRESS, -1};
 static const cli_section sections[] = {
     {"problem files", file_flags},
-    {"one problem in ONNX terms", onnx_flags},
+    {"one problem in ONNX terms", cli_onnx_problem_flags},
     {"one problem as MIOpenDriver conv flags", cli_miopen_problem_flags},
     {"MIOpenDriver flags for the driver itself", cli_miopen_driver_flags},
     {"how it tunes", tune_flags},
@@ -232,7 +228,7 @@ const cli_command cli_cmd_tune = {
     .name = "tune",
     .summary = "measure and store the decision of every problem of some files or a model",
     .synopsis = "FILE... [options]\n"
-                "MODEL.onnx [--input-shape SPEC]... [options]\n"
+                "MODEL.onnx [--input-shape NAME=D0,D1,...]... [--math strict|tf32] [options]\n"
                 "[MIOpenDriver] conv|convfp16|convbfp16 [MIOpenDriver flags] [options]\n"
                 "--x-shape N,C,... --w-shape M,C/G,... [ONNX flags] [options]",
     .description =
@@ -262,8 +258,8 @@ const cli_command cli_cmd_tune = {
         "\n"
         "A FILE ending in .onnx is a model: `python3 -m convfind.onnx MODEL` (convfind's "
         "Python package; $CONVFIND_PYTHON names another interpreter) prints its "
-        "convolutions as a problem list, which is tuned; each --input-shape is passed on. "
-        "Without the module the command says so.\n"
+        "convolutions as a problem list, which is tuned; each --input-shape NAME=D0,D1,... "
+        "and --math are passed on. Without the module the command says so.\n"
         "\n"
         "Without FILEs, the flags describe one problem, as for `convfind find`.\n"
         "\n"
@@ -278,7 +274,7 @@ const cli_command cli_cmd_tune = {
     .sections = sections,
     .nsections = 6,
     .examples = "convfind tune data/resnet50_convs.csv --budget-ms 200 --progress\n"
-                "convfind tune model.onnx --input-shape input:1,3,224,224 --db team.sqlite\n"
+                "convfind tune model.onnx --input-shape input=1,3,224,224 --db team.sqlite\n"
                 "convfind tune miopen_lines.txt --json > decisions.json\n"
                 "convfind tune conv -n 1 -c 64 -H 56 -W 56 -k 64 -p 1 -q 1",
     .max_pos = -1,

@@ -16,7 +16,7 @@
  * library's message (copied, because releasing the problem clears the thread's
  * convfind_last_error()) and the other fields past `name` are unset. */
 typedef struct cli_decision {
-    char name[96];
+    char name[256];
     char algo[96];                   /* copied: a CUDA variant's name dies with its plan */
     convfind_decision_source source;
     double median_ms;                /* the chosen algorithm's stored median; 0 if none */

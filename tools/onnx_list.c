@@ -36,12 +36,12 @@ static void last_line(FILE *f, char *buf, size_t size)
 }
 
 int cli_onnx_problems(const char *model, const char *const *shapes, int nshapes,
-                      cli_problem_list *list, char *err, size_t errsize)
+                      const char *math, cli_problem_list *list, char *err, size_t errsize)
 {
     const char *python = getenv("CONVFIND_PYTHON");
     if (!python || !python[0])
         python = "python3";
-    const char *argv[4 + 2 * CLI_MAX_INPUT_SHAPES + 2];
+    const char *argv[6 + 2 * CLI_MAX_INPUT_SHAPES + 1];
     int argc = 0;
     argv[argc++] = python;
     argv[argc++] = "-m";
@@ -51,6 +51,8 @@ int cli_onnx_problems(const char *model, const char *const *shapes, int nshapes,
         argv[argc++] = "--input-shape";
         argv[argc++] = shapes[i];
     }
+    argv[argc++] = "--math";
+    argv[argc++] = math;
     argv[argc] = NULL;
 
     int out[2] = {-1, -1};

@@ -86,8 +86,7 @@ static int apply_key(int key, const char *v, cli_problem *p, float *params, char
     convfind_ints list;
     switch (key) {
     case K_NAME:
-        if (strlen(v) >= sizeof p->name)
-            return bad(err, errsize, key, "'%.40s...' is longer than 95 characters", v);
+        /* A label: a model's long node name is kept as far as it fits. */
         snprintf(p->name, sizeof p->name, "%s", v);
         return 0;
     case K_COUNT:
@@ -170,9 +169,6 @@ static int activation_params(const bool *seen, const float *params, convfind_con
 int cli_problem_parse(char *line, const char *default_name, cli_problem *p, char *err,
                       size_t errsize)
 {
-    char *hash = strchr(line, '#');
-    if (hash)
-        *hash = '\0';
     memset(p, 0, sizeof *p);
     convfind_conv_desc_init(&p->desc);
     p->count = 1;
@@ -180,7 +176,9 @@ int cli_problem_parse(char *line, const char *default_name, cli_problem *p, char
     bool seen[K_COUNT_OF_KEYS] = {false};
     float params[2] = {0, 0};
     int tokens = 0;
-    for (char *save = NULL, *t = strtok_r(line, " \t", &save); t;
+    /* A comment starts with a token that starts with '#': a '#' inside a value (a node
+     * name "conv#2") is part of it. */
+    for (char *save = NULL, *t = strtok_r(line, " \t", &save); t && t[0] != '#';
          t = strtok_r(NULL, " \t", &save), tokens++) {
         char *eq = strchr(t, '=');
         if (!eq) {

@@ -2,8 +2,9 @@
  * problem_list.h - the problem files `convfind tune` reads, in three formats, decided
  * per file by its first line that is not blank or a comment:
  *
- *   the problem list (docs/cli.md), one problem per line, whitespace-separated
- *   key=value tokens with ONNX meanings, '#' starting a comment:
+ *   the problem list (docs/cli.md; python/convfind/onnx writes it), one problem per
+ *   line, whitespace-separated key=value tokens with ONNX meanings, a token that starts
+ *   with '#' starting a comment:
  *       name=res2a count=3 x=1,64,56,56 w=64,64,3,3 pads=1,1,1,1 bias=1 act=relu
  *     keys: name count op x w group pads strides dilations kernel_shape auto_pad
  *     output_padding output_shape bias residual act alpha beta layout dtype math weights;
@@ -33,7 +34,7 @@ typedef enum cli_weights {
 } cli_weights;
 
 typedef struct cli_problem {
-    char name[96];
+    char name[256]; /* longer names are cut */
     int64_t count; /* how often it occurs in the network (default 1) */
     convfind_conv_desc desc;
     cli_weights weights;

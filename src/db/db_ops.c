@@ -235,14 +235,16 @@ static int store_op(cf_db *db, sqlite3 *conn, void *varg)
     return rc;
 }
 
-static void count_unstored(cf_db *db, size_t n, const char *why)
+/* Decisions that never reached the file.  A write that failed says so once; a handle
+ * that was read-only or in memory from the start said so when it was opened. */
+static void count_unstored(cf_db *db, size_t n, const char *failure)
 {
     db->unstored += n;
-    if (db->warned_unstored)
+    if (!failure || db->warned_unstored)
         return;
     db->warned_unstored = true;
     cf_db_warn(db, "could not store %zu decision(s) in %s (%s); they are kept in this process "
-               "only", n, db->file ? db->file : CF_DB_MEMORY, why);
+               "only", n, db->file ? db->file : CF_DB_MEMORY, failure);
 }
 
 /* Writes the pending decisions.  A busy database keeps them pending for the next try,
@@ -252,7 +254,7 @@ static void write_pending(cf_db *db, bool final)
     if (db->n_pending == 0 || (!final && cf_db_now_ms() < db->retry_at_ms))
         return;
     if (db->persistent && !db->writable) {
-        count_unstored(db, db->n_pending, "the file is used read-only");
+        count_unstored(db, db->n_pending, NULL);
         drop_pending(db);
         return;
     }
@@ -260,7 +262,7 @@ static void write_pending(cf_db *db, bool final)
     if (rc == SQLITE_OK) {
         /* In memory although a file was wanted: the decisions end with the process. */
         if (!db->persistent && !db->memory_wanted)
-            count_unstored(db, db->n_pending, "the database is in memory");
+            count_unstored(db, db->n_pending, NULL);
         drop_pending(db);
         return;
     }

@@ -183,6 +183,15 @@ def test_problem_list_format(cli, tmp_path):
     assert any(k.startswith("v1;convtranspose;") and ";opad=1,1;" in k for k in keys), keys
 
 
+def test_long_names_and_hashes_inside_values(cli, tmp_path):
+    name = "/backbone/stage3/" + "block" * 60 + "/conv#2"
+    (tmp_path / "l.txt").write_text("name=%s x=1,4,6,6 w=4,4,3,3  # a comment\n" % name)
+    r = run(cli, tmp_path, "tune", tmp_path / "l.txt", "--budget-ms", "20", "--json")
+    assert r.returncode == 0, r.stderr
+    got = json.loads(r.stdout)["problems"][0]["name"]
+    assert name.startswith(got) and len(got) >= 95
+
+
 def test_problem_list_errors_name_line_and_key(cli, tmp_path):
     (tmp_path / "l.txt").write_text("x=1,4,6,6 w=4,4,3,3\n\nx=1,4,6,6 w=4,4,3,3 strides=1,y\n")
     r = run(cli, tmp_path, "tune", tmp_path / "l.txt")
@@ -226,12 +235,13 @@ def fake_module(tmp_path, body):
 def test_onnx_model_through_the_python_module(cli, tmp_path):
     env = fake_module(tmp_path, "import sys\n"
                       "assert sys.argv[1].endswith('m.onnx') and sys.argv[2:] == "
-                      "['--input-shape', 'in:1,4,6,6']\n"
-                      "print('name=a x=1,4,6,6 w=4,4,3,3 pads=1,1,1,1 weights=const')\n"
+                      "['--input-shape', 'in=1,4,6,6', '--math', 'tf32']\n"
+                      "print('# m.onnx')\n"
+                      "print('name=a#1 x=1,4,6,6 w=4,4,3,3 pads=1,1,1,1 weights=const # ok')\n"
                       "print('name=b x=1,4,6,6 w=8,4,1,1')\n")
     (tmp_path / "m.onnx").write_bytes(b"not read by the tool")
-    r = run(cli, tmp_path, "tune", tmp_path / "m.onnx", "--input-shape", "in:1,4,6,6",
-            "--budget-ms", "20", env=env)
+    r = run(cli, tmp_path, "tune", tmp_path / "m.onnx", "--input-shape", "in=1,4,6,6",
+            "--math", "tf32", "--budget-ms", "20", env=env)
     assert r.returncode == 0, r.stderr
     assert last_line(r) == (2, 2, 0)
 
