@@ -8,6 +8,7 @@
 
 int cli_lines_open(cli_lines *r, const char *path, char *err, size_t errsize)
 {
+    cli_lines_from(r, NULL, path); /* closable whatever happens below */
     if (strcmp(path, "-") == 0) {
         cli_lines_from(r, stdin, "stdin");
         return 0;

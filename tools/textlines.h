@@ -24,7 +24,7 @@ typedef struct cli_lines {
 } cli_lines;
 
 /* Reads `path` ("-": standard input).  0, or -1 with "PATH: cannot open: reason" in
- * err. */
+ * err; either way cli_lines_close may be called. */
 int cli_lines_open(cli_lines *r, const char *path, char *err, size_t errsize);
 
 /* Reads a stream the caller owns; `name` names it in messages. */
