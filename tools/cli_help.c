@@ -27,6 +27,8 @@ static const char *const environment[][2] = {
     {"CONVFIND_LOG", "info or debug: print every decision as it is made, on stderr"},
     {"CONVFIND_CUDNN_SPLIT", "0: no 3xTF32 split configurations of cuDNN for strict f32"},
     {"CONVFIND_CUDNN_RUNTIME_COMPILED", "0: no cuDNN engines that compile at run time"},
+    {"CONVFIND_CUDA_MODULE", "the CUDA backend module to load (default: beside the library, "
+                             "then the install directory)"},
     {"CONVFIND_PYTHON", "the Python interpreter that reads .onnx models for `tune` "
                         "(default python3)"},
 };
