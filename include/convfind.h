@@ -123,16 +123,32 @@ typedef enum convfind_activation {
     CONVFIND_ACT_HARD_SIGMOID = 6  /* max(0, min(1, alpha * x + beta)) */
 } convfind_activation;
 
-/* Math policy: whether a backend may use reduced-precision arithmetic internally.
- * Part of the decision key: a decision made under one policy never serves another.
- * Under STRICT a GPU Find that validates may choose a "split" configuration, which
- * computes f32 products as three tensor-core products of TF32 parts (3xTF32) and is
- * accepted only within 1e-5 normwise relative error of the reference (docs/cuda.md);
- * the environment variable CONVFIND_CUDNN_SPLIT=0 rules those out. */
+/* Math policy: which arithmetic a backend may use for f32 data.  Part of the decision
+ * key: a decision made under one mode never serves another.  f16 and bf16 data are
+ * multiplied in their own precision and accumulated in f32 under every mode.
+ *
+ *   STRICT            f32 products and f32 accumulation, nothing else: on a GPU no
+ *                     tensor-core engine, no input converted down, no split.  Plain f32
+ *                     engines (Winograd among them) stayed within 4.2e-6 normwise
+ *                     relative error of a double-accumulating reference on ResNet-50's
+ *                     layers (docs/cuda.md); Find rejects anything above 1e-4.
+ *   ALLOW_TF32        inputs may be rounded to TF32 (10 mantissa bits) for tensor cores
+ *                     on a GPU, and Winograd F(6x6,3x3) may run on a CPU
+ *                     (docs/winograd.md): about 3e-4 normwise relative error on
+ *                     ResNet-50's layers; Find rejects anything above 5e-3.
+ *   ALLOW_SPLIT_TF32  STRICT's engines, plus on a GPU the "split" (3xTF32) form of an
+ *                     f32 Conv: each operand split into its TF32 part and the f32
+ *                     remainder, three tensor-core products summed in f32.  A validating
+ *                     Find accepts a split configuration only within 1e-5 normwise
+ *                     relative error of the reference; measured on ResNet-50's layers,
+ *                     split results ranged from 5e-7 to 4.5e-5 by engine, so the bound
+ *                     rejects the engines that accumulate less exactly (docs/cuda.md).
+ *                     A Find that does not validate never offers split forms; on a CPU
+ *                     this mode computes as STRICT. */
 typedef enum convfind_math_mode {
-    CONVFIND_MATH_STRICT = 0,      /* fp32 arithmetic for fp32 data */
-    CONVFIND_MATH_ALLOW_TF32 = 1   /* reduced precision allowed: tensor-core TF32 on a GPU,
-                                    * Winograd F(6x6,3x3) on a CPU (docs/winograd.md) */
+    CONVFIND_MATH_STRICT = 0,
+    CONVFIND_MATH_ALLOW_TF32 = 1,
+    CONVFIND_MATH_ALLOW_SPLIT_TF32 = 2
 } convfind_math_mode;
 
 /* An attribute list as ONNX stores it: `count` == 0 means "attribute absent" and the

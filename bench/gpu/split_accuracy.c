@@ -1,7 +1,8 @@
 /*
  * split_accuracy.c - how close each kind of cuDNN configuration comes to the exact
  * convolution on a network's layers (issue 6, docs/cuda.md): plain strict f32, split
- * (f32 on TF32 tensor cores, "+x3", graph.h) and plain TF32, against the CPU reference
+ * (f32 on TF32 tensor cores, "+x3", graph.h, under CONVFIND_MATH_ALLOW_SPLIT_TF32) and
+ * plain TF32, against the CPU reference
  * (which accumulates in double), at N=1 on uniform random data in (-1, 1).
  *
  *   split_accuracy <layers.csv> [NCHW|NHWC]
@@ -83,17 +84,19 @@ int main(int argc, char **argv)
     printf("layer relative errors against the double-accumulating CPU reference, N=1, %s\n",
            layout == CONVFIND_LAYOUT_NHWC ? "NHWC" : "NCHW");
     for (int i = 0; i < nl; i++) {
-        convfind_conv_desc strict, tf32;
+        convfind_conv_desc strict, split, tf32;
         bl_desc(&layers[i], 1, CONVFIND_DTYPE_F32, CONVFIND_MATH_STRICT, layout, &strict);
+        bl_desc(&layers[i], 1, CONVFIND_DTYPE_F32, CONVFIND_MATH_ALLOW_SPLIT_TF32, layout, &split);
         bl_desc(&layers[i], 1, CONVFIND_DTYPE_F32, CONVFIND_MATH_ALLOW_TF32, layout, &tf32);
-        convfind_problem *ps = gu_problem(&strict), *pt = gu_problem(&tf32);
+        convfind_problem *ps = gu_problem(&strict), *px = gu_problem(&split),
+                         *pt = gu_problem(&tf32);
         gu_data d;
         gu_data_init(&d, &strict, ps, (unsigned)i + 1);
         char n[4][64];
         const double e[4] = {
             error_of(ctx, ps, &d, NULL, "+x3", false, n[0]),
             error_of(ctx, ps, &d, NULL, "+x3", true, n[1]),
-            error_of(ctx, ps, &d, "+x3", NULL, true, n[2]),
+            error_of(ctx, px, &d, "+x3", NULL, true, n[2]),
             error_of(ctx, pt, &d, NULL, NULL, false, n[3]),
         };
         printf("%s\n  f32 first %.3g (%s)\n  f32 worst %.3g (%s)\n  split worst %.3g (%s)\n"
@@ -101,6 +104,7 @@ int main(int argc, char **argv)
                e[3], n[3]);
         gu_data_free(&d);
         convfind_problem_destroy(pt);
+        convfind_problem_destroy(px);
         convfind_problem_destroy(ps);
     }
     convfind_context_destroy(ctx);

@@ -60,7 +60,7 @@ uint64_t cf_key_hash_bytes(const char *text, size_t len)
 static const char *const op_names[] = {"conv", "convtranspose"};
 static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 static const char *const layout_names[] = {"nchw", "nhwc"};
-static const char *const math_names[] = {"strict", "tf32"};
+static const char *const math_names[] = {"strict", "tf32", "split_tf32"};
 static const char *const act_names[] = {"none",    "relu", "leaky_relu",  "clip",
                                         "sigmoid", "tanh", "hard_sigmoid"};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))

@@ -110,7 +110,7 @@ static convfind_status check_enums(const convfind_conv_desc *d)
     if ((st = check_enum("op", (int)d->op, CONVFIND_OP_CONV_TRANSPOSE)) != CONVFIND_OK ||
         (st = check_enum("dtype", (int)d->dtype, CONVFIND_DTYPE_BF16)) != CONVFIND_OK ||
         (st = check_enum("layout", (int)d->layout, CONVFIND_LAYOUT_NHWC)) != CONVFIND_OK ||
-        (st = check_enum("math_mode", (int)d->math_mode, CONVFIND_MATH_ALLOW_TF32)) !=
+        (st = check_enum("math_mode", (int)d->math_mode, CONVFIND_MATH_ALLOW_SPLIT_TF32)) !=
             CONVFIND_OK ||
         (st = check_enum("auto_pad", (int)d->auto_pad, CONVFIND_AUTO_PAD_VALID)) !=
             CONVFIND_OK ||
@@ -537,5 +537,7 @@ size_t convfind_problem_describe(const convfind_problem *problem, char *buf, siz
     }
     if (p->math_mode == CONVFIND_MATH_ALLOW_TF32)
         put(&t, " tf32");
+    else if (p->math_mode == CONVFIND_MATH_ALLOW_SPLIT_TF32)
+        put(&t, " split_tf32");
     return t.len;
 }

@@ -26,7 +26,7 @@ static void test_config_names(void **state)
     assert_int_equal(cf_backend_for(CONVFIND_DEVICE_CUDA, &cuda), CONVFIND_OK);
     const char *good[] = {"cuda.cudnn:nhwc:e12:k3=2,5=1", "cuda.cudnn:nchw:e0",
                           "cuda.cudnn:nchw:e7:k17=-1", "cuda.cudnn:nhwc+x3:e70:k2=4",
-                          "cuda.cudnn:nchw+pad+x3:e1"};
+                          "cuda.cudnn:nchw+pad+x3:e1", "cuda.cudnn:nhwc+ep:e5:k2=1"};
     for (size_t i = 0; i < sizeof good / sizeof good[0]; i++) {
         cf_cudnn_config c;
         char back[64];
@@ -45,7 +45,9 @@ static void test_config_names(void **state)
     assert_int_equal(c.knob_value[0], 2);
     assert_false(c.split);
     assert_int_equal(cf_cudnn_config_parse("cuda.cudnn:nchw+pad+x3:e1", &c), CONVFIND_OK);
-    assert_true(c.padded && c.split);
+    assert_true(c.padded && c.split && !c.fused);
+    assert_int_equal(cf_cudnn_config_parse("cuda.cudnn:nhwc+ep:e5:k2=1", &c), CONVFIND_OK);
+    assert_true(c.fused && !c.split && !c.padded);
     /* The split form's engine problem: three times the channels, TF32 allowed. */
     convfind_conv_desc d;
     convfind_conv_desc_init(&d);
@@ -55,6 +57,10 @@ static void test_config_names(void **state)
     memcpy(d.w_dims, wd, sizeof wd);
     d.group = 2;
     convfind_problem *pr;
+    assert_int_equal(convfind_problem_create(&d, &pr), CONVFIND_OK);
+    assert_false(cf_cudnn_splittable(pr)); /* strict math computes in f32: never split */
+    convfind_problem_destroy(pr);
+    d.math_mode = CONVFIND_MATH_ALLOW_SPLIT_TF32;
     assert_int_equal(convfind_problem_create(&d, &pr), CONVFIND_OK);
     assert_true(cf_cudnn_splittable(pr));
     cf_problem q;
@@ -69,12 +75,25 @@ static void test_config_names(void **state)
     d.math_mode = CONVFIND_MATH_ALLOW_TF32; /* TF32 already: nothing to split */
     assert_int_equal(convfind_problem_create(&d, &pr), CONVFIND_OK);
     assert_false(cf_cudnn_splittable(pr));
+    assert_false(cf_cudnn_fusable(pr)); /* no epilogue to fuse */
     convfind_problem_destroy(pr);
+    /* Fused configurations: a Conv with an epilogue cuDNN's pointwise nodes express. */
+    d.has_bias = 1;
+    d.activation = CONVFIND_ACT_RELU;
+    assert_int_equal(convfind_problem_create(&d, &pr), CONVFIND_OK);
+    assert_true(cf_cudnn_fusable(pr));
+    convfind_problem_destroy(pr);
+    d.activation = CONVFIND_ACT_HARD_SIGMOID;
+    assert_int_equal(convfind_problem_create(&d, &pr), CONVFIND_OK);
+    assert_false(cf_cudnn_fusable(pr));
+    convfind_problem_destroy(pr);
+    d.activation = CONVFIND_ACT_NONE;
     const char *bad[] = {"cuda.cudnn", "cuda.cudnn:", "cuda.cudnn:nhwc:e", "cuda.cudnn:abcd:e1",
                          "cuda.cudnn:nchw:e01", "cuda.cudnn:nchw:e1:", "cuda.cudnn:nchw:e1:k",
                          "cuda.cudnn:nchw:e1:k3", "cuda.cudnn:nchw:e1:k3=1,", "cuda.cudnn:nchw:e-1",
                          "cuda.cudnn:nchw:e1x", "cuda.cudnn:nchw+x3+pad:e1",
-                         "cuda.cudnn:nchw+x3+x3:e1"};
+                         "cuda.cudnn:nchw+x3+x3:e1", "cuda.cudnn:nchw+ep+x3:e1",
+                         "cuda.cudnn:nchw+ep+ep:e1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
         assert_int_equal(cf_cudnn_config_parse(bad[i], &c), CONVFIND_ERR_NOT_FOUND);
     /* Names are bounded: a configuration whose name would not fit is not offered. */
