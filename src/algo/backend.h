@@ -35,7 +35,7 @@
 /* The version of this interface and of every internal struct it passes (cf_problem,
  * cf_algo, cf_exec_args, cf_candidate_stats, cf_fingerprint).  A module is used only when
  * it was built against the same interface and the same library version. */
-#define CF_BACKEND_ABI 1
+#define CF_BACKEND_ABI 2
 
 /* A backend's own per-context state; each backend defines what it holds. */
 typedef struct cf_backend_state cf_backend_state;
@@ -94,8 +94,9 @@ typedef struct cf_find_hooks {
     /* One sample: `batch` runs back to back, the time per run in milliseconds. */
     convfind_status (*sample)(cf_find_bench *b, cf_find_ready *r, int batch, double *ms);
     /* Optional: waits for every queued run and clears what a refused one left behind;
-     * called after each candidate, before release. */
-    void (*synchronize)(cf_find_bench *b);
+     * called after each candidate, before release.  Not CONVFIND_OK: the device can run
+     * nothing more (a sticky error), and Find ends with that status and message. */
+    convfind_status (*synchronize)(cf_find_bench *b);
     /* Optional (knob refinement): writes up to `cap` names of forms neighbouring form
      * `name` (unvetted: a validating Find only) and returns how many. */
     int (*neighbors)(cf_find_bench *b, const char *name, char (*names)[CF_ALGO_NAME_MAX],
@@ -105,6 +106,11 @@ typedef struct cf_find_hooks {
     double sample_target_ms;
     /* Whether the close candidates are timed again in turns (find.h, final round). */
     bool final_round;
+    /* Samples per candidate (find.h, step 3): at least min_repeats, at most max_repeats;
+     * 0: CF_FIND_MIN_REPEATS and CF_FIND_MAX_REPEATS.  At most final_rounds rounds of
+     * the final round (0: CF_FIND_MAX_REPEATS), and at most refine_max neighbours per
+     * round of knob refinement (0: as many as the list has room for). */
+    int min_repeats, max_repeats, final_rounds, refine_max;
 } cf_find_hooks;
 
 typedef struct cf_backend {

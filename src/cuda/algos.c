@@ -60,7 +60,8 @@ static void layout_of(const cf_problem *p, const cf_cudnn_config *c, layout_plan
     lp->swap_w = c->layout == CONVFIND_LAYOUT_NHWC && lp->w_inner > 1 && p->k_sp > 1;
     lp->window_x = c->padded && !tr;
     lp->window_y = c->padded && tr;
-    lp->x_bytes = lp->swap_x ? round_up(q->x_elems * e) : 0;
+    /* A split configuration splits X straight from the caller's layout (one pass). */
+    lp->x_bytes = lp->swap_x && !c->split ? round_up(q->x_elems * e) : 0;
     lp->y_bytes = lp->swap_y ? round_up(q->y_elems * e) : 0;
     lp->w_bytes = lp->swap_w ? round_up(p->w_elems * e) : 0;
     lp->wx_bytes = lp->window_x ? round_up(q->x_elems * e) : 0;
@@ -121,12 +122,32 @@ typedef struct packed_w {
     void *w; /* device, [K][k...][C/group] (NHWC) and/or W3 (split); NULL: W as given */
 } packed_w;
 
-/* The calling thread's finalized plan of `s` for p, built on first use. */
+/* Set on this thread when an execution inside a CUDA graph capture was refused for
+ * want of what only an execution outside one can make (below); cleared by the next
+ * cuda.cudnn execution that runs, or by cuda.direct refusing in turn.  The core falls
+ * back down the decision's list after a failure, and cuda.direct, which needs nothing
+ * prepared, would otherwise be captured in the chosen configuration's place: correct,
+ * tens of times slower, and silent. */
+static _Thread_local bool capture_refused;
+
+static convfind_status refuse_in_capture(const char *what)
+{
+    capture_refused = true;
+    return cf_fail(CONVFIND_ERR_UNSUPPORTED,
+                   "%s is not ready on this thread, and making it inside a CUDA graph capture "
+                   "would break the capture: execute the plan once on this thread outside the "
+                   "capture first", what);
+}
+
+/* The calling thread's finalized plan of `s` for p, built on first use (never inside a
+ * capture: finalizing may allocate and synchronize). */
 static convfind_status thread_plan(cf_cuda_thread *t, const cf_problem *p, const cudnn_state *s,
-                                   cf_cudnn_plan **out)
+                                   bool captured, cf_cudnn_plan **out)
 {
     if ((*out = cf_cuda_plan_lookup(t, p, s->name)))
         return CONVFIND_OK;
+    if (captured)
+        return refuse_in_capture(s->name);
     convfind_status st = cf_cudnn_plan_create(t->handle, p, &s->config, out);
     if (st == CONVFIND_OK)
         cf_cuda_plan_insert(t, p, s->name, *out, cf_cudnn_plan_destroy);
@@ -151,7 +172,7 @@ static convfind_status cudnn_prepare_named(const cf_problem *p, const char *name
         st = cf_fail(CONVFIND_ERR_NOT_FOUND, "name \"%s\" is too long", name);
     if (st == CONVFIND_OK && s->config.split && !cf_cudnn_splittable(p))
         st = cf_fail(CONVFIND_ERR_UNSUPPORTED, "%s: split configurations are for f32 Conv under "
-                     "strict math, and CONVFIND_CUDNN_SPLIT=0 turns them off", name);
+                     "CONVFIND_MATH_ALLOW_SPLIT_TF32", name);
     if (st != CONVFIND_OK) {
         free(s);
         return st;
@@ -166,6 +187,26 @@ static void cudnn_release(void *state)
     free(state);
 }
 
+/* The lists of one Find, interleaved in this order (the caller's layout first): the
+ * kind, the layout (0: the caller's, 1: the other), and how many configurations each
+ * keeps (graph.h, cf_cudnn_limits).  The caller's layout gets the most: the other one
+ * pays two transposes, and won on the H200 mainly where its engines are several times
+ * faster (NHWC tensor-core engines for an NCHW caller), which their first configurations
+ * show.  Split lists are for a validating Find under CONVFIND_MATH_ALLOW_SPLIT_TF32
+ * only; fused ones exist where the problem has an epilogue cuDNN can fuse. */
+static const struct {
+    cf_cudnn_kind kind;
+    int other_layout;
+    cf_cudnn_limits limits;
+} lists[] = {
+    {CF_CUDNN_PLAIN, 0, {.listed = 10, .per_engine = 3, .unlisted = 8}},
+    {CF_CUDNN_PLAIN, 1, {.listed = 4, .per_engine = 2, .unlisted = 4}},
+    {CF_CUDNN_FUSED, 0, {.listed = 4, .per_engine = 2, .unlisted = 0}},
+    {CF_CUDNN_SPLIT, 0, {.listed = 6, .per_engine = 2, .unlisted = 0}},
+    {CF_CUDNN_SPLIT, 1, {.listed = 3, .per_engine = 2, .unlisted = 0}},
+};
+#define LISTS ((int)(sizeof lists / sizeof lists[0]))
+
 int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigned extra,
                            char (*names)[64], int cap)
 {
@@ -175,25 +216,22 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
     if (cf_cuda_thread_get(d, &t) == CONVFIND_OK) {
         const convfind_layout other = p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
                                                                        : CONVFIND_LAYOUT_NHWC;
-        /* Four lists: plain and split (graph.h) in both layouts, interleaved, the
-         * caller's layout first: a Find whose time budget runs out has still tried the
-         * best guesses of each.  Split lists are empty where the problem has none, and
-         * get the smaller share of CF_CUDA_MAX_VARIANTS so that the plain lists are the
-         * same with or without them. */
-        enum { LISTS = 4 };
-        const convfind_layout layouts[LISTS] = {p->layout, other, p->layout, other};
-        const int each[LISTS] = {CF_CUDA_MAX_VARIANTS / 3, CF_CUDA_MAX_VARIANTS / 3,
-                                 CF_CUDA_MAX_VARIANTS / 6, CF_CUDA_MAX_VARIANTS / 6};
-        const int lists = extra & CF_CUDA_VARIANTS_SPLIT ? LISTS : 2;
-        const bool unlisted = extra & CF_CUDA_VARIANTS_UNLISTED;
+        enum { EACH = 32 };
         cf_cudnn_config *c[LISTS] = {0};
         int n[LISTS] = {0};
-        for (int l = 0; l < lists; l++)
-            if (!(c[l] = calloc((size_t)each[l], sizeof *c[l])) ||
-                cf_cudnn_enumerate(t->handle, p, layouts[l], l >= 2, unlisted, c[l], each[l],
-                                   &n[l]) != CONVFIND_OK)
+        for (int l = 0; l < LISTS; l++) {
+            cf_cudnn_limits lim = lists[l].limits;
+            if (!(extra & CF_CUDA_VARIANTS_UNLISTED))
+                lim.unlisted = 0;
+            if ((lists[l].kind == CF_CUDNN_SPLIT && !(extra & CF_CUDA_VARIANTS_SPLIT)) ||
+                !(c[l] = calloc(EACH, sizeof *c[l])) ||
+                cf_cudnn_enumerate(t->handle, p, lists[l].other_layout ? other : p->layout,
+                                   lists[l].kind, &lim, c[l], EACH, &n[l]) != CONVFIND_OK)
                 n[l] = 0;
-        for (int i = 0; i < each[0] && count < cap; i++) /* each[0]: the longest */
+        }
+        /* Interleaved: a Find whose time budget runs out has still tried the best guesses
+         * of each list. */
+        for (int i = 0; i < EACH && count < cap; i++)
             for (int l = 0; l < LISTS; l++)
                 if (i < n[l] && count < cap &&
                     cf_cudnn_config_name(&c[l][i], names[count], 64))
@@ -247,13 +285,13 @@ static convfind_status launch_status(int err, const char *what)
 }
 
 /* The whole call on the stream: window and swap in, the engine, swap and window out,
- * epilogue. */
+ * epilogue (inside the engine's graph for a fused configuration). */
 static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const cudnn_state *s,
-                                 const cf_exec_args *a)
+                                 const cf_exec_args *a, bool captured)
 {
     cf_cudnn_plan *plan;
     convfind_status st = aligned16(a);
-    if (st != CONVFIND_OK || (st = thread_plan(t, p, s, &plan)) != CONVFIND_OK)
+    if (st != CONVFIND_OK || (st = thread_plan(t, p, s, captured, &plan)) != CONVFIND_OK)
         return st;
     layout_plan lp;
     layout_of(p, &s->config, &lp);
@@ -265,7 +303,7 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
         return cf_fail(CONVFIND_ERR_UNSUPPORTED, "%s needs %zu workspace bytes, over the limit %zu",
                        s->name, total, limit);
     void *ws;
-    if ((st = cf_cuda_workspace_acquire(t, total, a->stream, &ws)) != CONVFIND_OK)
+    if ((st = cf_cuda_workspace_acquire(t, total, a->stream, captured, &ws)) != CONVFIND_OK)
         return st;
     char *base = ws;
     void *engine_buf = engine_ws ? base : NULL;
@@ -283,14 +321,15 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
         err = window(p, &lp, a->x, wxb, a->stream);
         x = wxb;
     }
-    if (!err && lp.swap_x) {
+    if (!err && lp.split) {
+        err = lp.swap_x ? cf_cuda_split_tf32_swapped(x, x3b, q->n, q->group, cf_cin_per_group(q),
+                                                     q->in_sp, to_nhwc, 4u, a->stream)
+                        : split_x(&lp, s->config.layout, x, x3b, a->stream);
+        x = x3b;
+    } else if (!err && lp.swap_x) {
         err = to_nhwc ? cf_cuda_swap_axes(x, xb, e, q->n, q->c, q->in_sp, a->stream)
                       : cf_cuda_swap_axes(x, xb, e, q->n, q->in_sp, q->c, a->stream);
         x = xb;
-    }
-    if (!err && lp.split) {
-        err = split_x(&lp, s->config.layout, x, x3b, a->stream);
-        x = x3b;
     }
     const packed_w *pw = a->packed_w;
     if (pw && pw->layout == s->config.layout && pw->split == lp.split && pw->w) {
@@ -310,7 +349,7 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
     if (st == CONVFIND_OK && cs != CUDNN_STATUS_SUCCESS)
         st = cf_fail(CONVFIND_ERR_BACKEND, "cudnnSetStream: %s", cudnnGetErrorString(cs));
     if (st == CONVFIND_OK)
-        st = cf_cudnn_plan_execute(t->handle, plan, x, w, y, engine_buf);
+        st = cf_cudnn_plan_execute(t->handle, plan, x, w, y, a->b, a->z, engine_buf);
     if (st == CONVFIND_OK && lp.swap_y)
         st = launch_status(to_nhwc ? cf_cuda_swap_axes(yb, y_caller, e, q->n, q->out_sp, q->m,
                                                        a->stream)
@@ -319,9 +358,10 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
                            "layout change after cuDNN");
     if (st == CONVFIND_OK && lp.window_y)
         st = launch_status(window(p, &lp, wyb, a->y, a->stream), "cropping Y after cuDNN");
-    if (st == CONVFIND_OK && (p->has_bias || p->has_residual || p->act != CONVFIND_ACT_NONE))
+    if (st == CONVFIND_OK && !s->config.fused &&
+        (p->has_bias || p->has_residual || p->act != CONVFIND_ACT_NONE))
         st = launch_status(cf_cuda_epilogue(p, a->b, a->z, a->y, a->stream), "epilogue");
-    cf_cuda_workspace_release(t, ws, a->stream);
+    cf_cuda_workspace_release(t, ws, a->stream, captured);
     return st;
 }
 
@@ -383,10 +423,14 @@ static convfind_status cudnn_execute(const cf_problem *p, const void *state, con
     if (!d || !state)
         return cf_fail(CONVFIND_ERR_BACKEND, "cuda.cudnn runs only on a CUDA context");
     int prev = cf_cuda_enter(d);
-    cf_cuda_thread *t;
-    convfind_status st = cf_cuda_thread_get(d, &t);
+    const bool captured = cf_cuda_capturing(a->stream);
+    cf_cuda_thread *t = captured ? cf_cuda_thread_find(d) : NULL;
+    convfind_status st = captured ? (t ? CONVFIND_OK : refuse_in_capture("the cuDNN handle"))
+                                  : cf_cuda_thread_get(d, &t);
     if (st == CONVFIND_OK)
-        st = cudnn_run(t, p, state, a);
+        st = cudnn_run(t, p, state, a, captured);
+    if (st == CONVFIND_OK)
+        capture_refused = false;
     cf_cuda_leave(prev);
     return st;
 }
@@ -406,7 +450,7 @@ convfind_status cf_cuda_algo_workspace(const cf_cuda_device *d, const cf_problem
     cf_cuda_thread *t;
     cf_cudnn_plan *plan;
     if ((st = cf_cuda_thread_get(d, &t)) == CONVFIND_OK &&
-        (st = thread_plan(t, p, &s, &plan)) == CONVFIND_OK) {
+        (st = thread_plan(t, p, &s, false, &plan)) == CONVFIND_OK) {
         layout_plan lp;
         layout_of(p, &s.config, &lp);
         *bytes = round_up(cf_cudnn_plan_workspace(plan)) + staging_bytes(&lp);
@@ -443,9 +487,19 @@ static convfind_status direct_execute(const cf_problem *p, const void *state, co
     if (!d)
         return cf_fail(CONVFIND_ERR_BACKEND, "cuda.direct runs only on a CUDA context");
     int prev = cf_cuda_enter(d);
-    int err = cf_cuda_direct_conv(p, a->x, a->w, a->b, a->z, a->y, a->stream);
+    convfind_status st = CONVFIND_OK;
+    if (capture_refused && cf_cuda_capturing(a->stream)) {
+        capture_refused = false;
+        st = cf_fail(CONVFIND_ERR_UNSUPPORTED,
+                     "the plan's cuDNN configuration is not ready on this thread, and cuda.direct "
+                     "is not captured in its place: execute the plan once on this thread outside "
+                     "the CUDA graph capture first");
+    } else {
+        st = launch_status(cf_cuda_direct_conv(p, a->x, a->w, a->b, a->z, a->y, a->stream),
+                           "cuda.direct");
+    }
     cf_cuda_leave(prev);
-    return launch_status(err, "cuda.direct");
+    return st;
 }
 
 const cf_algo cf_algo_cuda_direct = {

@@ -1,13 +1,13 @@
 /*
  * algos.h - the CUDA backend's algorithms (algos.c) as seen by its Find hooks (find.c).
  *
- *   cuda.cudnn   every cuDNN engine configuration the heuristics offer, one variant
- *                each (names in graph.h), in the caller's layout and in the other one
- *                (transposed around the engine, timed end to end), plain and, for an
- *                f32 Conv under strict math in a validating Find, split (3xTF32,
- *                graph.h), interleaved so that a Find cut short by its budget has
- *                tried each kind.  A validating
- *                Find also gets the engines the heuristics do not list.
+ *   cuda.cudnn   the cuDNN engine configurations the heuristics rank first, one
+ *                variant each (names in graph.h), in the caller's layout and in the
+ *                other one (transposed around the engine, timed end to end), plain and,
+ *                for an f32 Conv under CONVFIND_MATH_ALLOW_SPLIT_TF32 in a validating
+ *                Find, split (3xTF32, graph.h), interleaved so that a Find cut short by
+ *                its budget has tried each kind.  A validating Find also gets a few
+ *                engines the heuristics do not list.
  *   cuda.direct  the direct kernel (kernels.h): runs every problem; the fallback.
  */
 #ifndef CONVFIND_CUDA_ALGOS_H
@@ -16,15 +16,18 @@
 #include "algo/algo.h"
 #include "cuda/device.h"
 
-#define CF_CUDA_MAX_VARIANTS 192
+/* The most configurations one Find lists: the lists' limits (algos.c) and the
+ * neighbours knob refinement adds. */
+#define CF_CUDA_MAX_VARIANTS 64
 
 extern const cf_algo cf_algo_cuda_cudnn;
 extern const cf_algo cf_algo_cuda_direct;
 
 /* Which configurations cf_cuda_cudnn_variants() lists beyond the heuristics' plain
  * ones.  Both are for a Find that validates each candidate against cuda.direct only:
- *   UNLISTED  every other engine of cuDNN's global list that finalizes (on the H200 one
- *             such engine finalized and then computed wrong results, test_cuda_conv);
+ *   UNLISTED  engines of cuDNN's global list that the heuristics do not name and that
+ *             finalize (on the H200 one such engine finalized and then computed wrong
+ *             results, test_cuda_conv);
  *   SPLIT     the split configurations (graph.h), whose accuracy depends on the engine
  *             (with UNLISTED, on the unlisted engines too). */
 enum { CF_CUDA_VARIANTS_UNLISTED = 1, CF_CUDA_VARIANTS_SPLIT = 2 };

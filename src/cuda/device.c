@@ -238,19 +238,54 @@ void cf_cuda_plan_insert(cf_cuda_thread *t, const cf_problem *p, const char *nam
     victim->used = ++t->clock;
 }
 
-convfind_status cf_cuda_workspace_acquire(cf_cuda_thread *t, size_t bytes, void *stream,
-                                          void **ws)
+bool cf_cuda_capturing(void *stream)
 {
-    *ws = NULL;
-    if (bytes == 0)
-        return CONVFIND_OK;
-    const convfind_device_allocator *a = &t->device->alloc;
+    enum cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+    cudaError_t err = cudaStreamIsCapturing((cudaStream_t)stream, &status);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        /* The legacy stream, while a blocking stream captures: using it would join. */
+        return err == cudaErrorStreamCaptureImplicit;
+    }
+    return status != cudaStreamCaptureStatusNone;
+}
+
+cf_cuda_thread *cf_cuda_thread_find(const cf_cuda_device *d)
+{
+    return pthread_getspecific(d->key);
+}
+
+/* The caller's allocator, or cudaMallocAsync on `stream`: inside a capture either
+ * becomes part of the graph (a stream-ordered allocation is a graph memory node, which
+ * the graph owns and frees), so a replay never reads the thread's buffer, which later
+ * calls may grow, free or use on another stream. */
+static convfind_status ordered_alloc(const convfind_device_allocator *a, size_t bytes,
+                                     void *stream, void **ws)
+{
     if (a->alloc) {
         if (!(*ws = a->alloc(a->user, bytes, stream)))
             return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY,
                            "the caller's device allocator returned NULL for %zu bytes", bytes);
         return CONVFIND_OK;
     }
+    cudaError_t err = cudaMallocAsync(ws, bytes, (cudaStream_t)stream);
+    if (err != cudaSuccess) {
+        cudaGetLastError();
+        *ws = NULL;
+        return cf_cuda_fail(err, "cudaMallocAsync of a workspace inside a CUDA graph capture");
+    }
+    return CONVFIND_OK;
+}
+
+convfind_status cf_cuda_workspace_acquire(cf_cuda_thread *t, size_t bytes, void *stream,
+                                          bool captured, void **ws)
+{
+    *ws = NULL;
+    if (bytes == 0)
+        return CONVFIND_OK;
+    const convfind_device_allocator *a = &t->device->alloc;
+    if (a->alloc || captured)
+        return ordered_alloc(a, bytes, stream, ws);
     if (bytes > t->workspace_size) {
         /* cudaFree waits for the device, so no queued work still uses the old buffer. */
         if (t->workspace)
@@ -275,7 +310,7 @@ convfind_status cf_cuda_workspace_acquire(cf_cuda_thread *t, size_t bytes, void 
     return CONVFIND_OK;
 }
 
-void cf_cuda_workspace_release(cf_cuda_thread *t, void *ws, void *stream)
+void cf_cuda_workspace_release(cf_cuda_thread *t, void *ws, void *stream, bool captured)
 {
     if (!ws)
         return;
@@ -284,6 +319,13 @@ void cf_cuda_workspace_release(cf_cuda_thread *t, void *ws, void *stream)
         a->free(a->user, ws, stream);
         return;
     }
+    if (captured) {
+        cudaFreeAsync(ws, (cudaStream_t)stream);
+        return;
+    }
+    /* Never inside a capture: an event last recorded in a capturing stream cannot be
+     * waited on afterwards (cudaErrorCapturedEvent), which failed every later use of
+     * the buffer from another stream, Find's among them. */
     cudaEventRecord(t->workspace_done, (cudaStream_t)stream);
     t->workspace_stream = stream;
     t->workspace_used = 1;

@@ -10,6 +10,7 @@
  *   - a bounded LRU cache of finalized plans keyed by (problem, algorithm name);
  *   - a grow-only device workspace (unless the caller supplies an allocator), made safe
  *     across streams by an event: work on a new stream first waits for the old one.
+ *     Work captured into a CUDA graph never uses it (cf_cuda_workspace_acquire).
  * The state is freed when the thread exits or the device is closed.  Only the owning
  * thread touches its state, so nothing here takes a lock on the execution path.
  */
@@ -18,6 +19,7 @@
 
 #include <cudnn.h>
 #include <pthread.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "convfind.h"
@@ -89,11 +91,23 @@ void *cf_cuda_plan_lookup(cf_cuda_thread *t, const cf_problem *p, const char *na
 void cf_cuda_plan_insert(cf_cuda_thread *t, const cf_problem *p, const char *name, void *plan,
                          void (*destroy)(void *plan));
 
+/* Whether work queued on `stream` now would be captured into a CUDA graph (also true
+ * for the legacy stream while a blocking stream captures).  Clears the error it reads. */
+bool cf_cuda_capturing(void *stream);
+
+/* The calling thread's state on `d`, or NULL when it has none yet (nothing is created:
+ * safe inside a CUDA graph capture). */
+cf_cuda_thread *cf_cuda_thread_find(const cf_cuda_device *d);
+
 /* A device workspace of `bytes` for work queued on `stream`; give it back with
- * cf_cuda_workspace_release() after queueing that work.  bytes == 0 gives NULL. */
+ * cf_cuda_workspace_release() after queueing that work, with the same `captured`.
+ * bytes == 0 gives NULL.  The caller's allocator when the context has one; else, with
+ * `captured` (cf_cuda_capturing(stream)), a stream-ordered allocation that the graph
+ * being captured owns; else the thread's grow-only buffer, which a different stream
+ * first waits for. */
 convfind_status cf_cuda_workspace_acquire(cf_cuda_thread *t, size_t bytes, void *stream,
-                                          void **ws);
-void cf_cuda_workspace_release(cf_cuda_thread *t, void *ws, void *stream);
+                                          bool captured, void **ws);
+void cf_cuda_workspace_release(cf_cuda_thread *t, void *ws, void *stream, bool captured);
 
 /* The fail() message for a CUDA runtime error `err` of `what`. */
 convfind_status cf_cuda_fail(int err, const char *what);

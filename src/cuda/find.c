@@ -50,9 +50,14 @@ struct cf_find_bench {
     cudaStream_t stream;
     cudaEvent_t e0, e1;
     void *x, *w, *b, *z, *y;
-    float *y_float;          /* device: Y converted for checking */
-    float *ref, *got;        /* host */
-    double ref_norm;
+    float *ref;              /* device: cuda.direct's Y as floats */
+    double *acc;             /* device: cf_cuda_error_norms()'s sums */
+    char current[CF_ALGO_NAME_MAX]; /* the candidate prepared last */
+    /* A sticky CUDA error (an illegal or misaligned address in a kernel) leaves the
+     * process's CUDA context unusable: every later call fails.  The error and the
+     * candidate after which it appeared; synchronize() then ends the Find. */
+    int dead;
+    char killed_by[CF_ALGO_NAME_MAX];
 };
 
 struct cf_find_ready {
@@ -82,36 +87,31 @@ static convfind_status run(const cf_find_bench *bn, const cf_algo *a, const void
     return a->execute(bn->p, state, &args);
 }
 
-/* Y as floats on the host, into `dst`, after the stream's work. */
-static convfind_status fetch_y(const cf_find_bench *bn, float *dst)
+/* The normwise relative error of Y against the reference, on the device; +inf with a
+ * NaN in Y.  Negative when the check itself failed. */
+static double y_error(const cf_find_bench *bn)
 {
-    const size_t n = bn->p->y_elems;
-    int err = cf_cuda_to_float(bn->y, bn->p->dtype, bn->y_float, n, bn->stream);
+    const cf_problem *p = bn->p;
+    double acc[3] = {0, 0, 0};
+    int err = cudaMemsetAsync(bn->acc, 0, sizeof acc, bn->stream);
     if (!err)
-        err = cudaMemcpyAsync(dst, bn->y_float, n * sizeof(float), cudaMemcpyDeviceToHost,
-                              bn->stream);
+        err = cf_cuda_error_norms(bn->y, p->dtype, bn->ref, p->y_elems, bn->acc, bn->stream);
+    if (!err)
+        err = cudaMemcpyAsync(acc, bn->acc, sizeof acc, cudaMemcpyDeviceToHost, bn->stream);
     if (!err)
         err = cudaStreamSynchronize(bn->stream);
-    return err ? cf_cuda_fail(err, "reading Y back") : CONVFIND_OK;
-}
-
-static bool matches(const cf_find_bench *bn, const char *algo)
-{
-    double diff = 0;
-    for (size_t i = 0; i < bn->p->y_elems; i++) {
-        double e = (double)bn->got[i] - (double)bn->ref[i];
-        diff += e * e;
-        if (isnan(bn->got[i]))
-            return false;
-    }
-    return sqrt(diff) <= tolerance(bn->p, algo) * bn->ref_norm;
+    if (err)
+        return -1;
+    if (acc[2] > 0)
+        return INFINITY;
+    return acc[1] > 0 ? sqrt(acc[0] / acc[1]) : sqrt(acc[0]);
 }
 
 static void bench_destroy(cf_find_bench *bn)
 {
     if (!bn)
         return;
-    void *dev[] = {bn->x, bn->w, bn->b, bn->z, bn->y, bn->y_float};
+    void *dev[] = {bn->x, bn->w, bn->b, bn->z, bn->y, bn->ref, bn->acc};
     for (size_t i = 0; i < sizeof dev / sizeof dev[0]; i++)
         if (dev[i])
             cudaFree(dev[i]);
@@ -121,13 +121,11 @@ static void bench_destroy(cf_find_bench *bn)
         cudaEventDestroy(bn->e1);
     if (bn->stream)
         cudaStreamDestroy(bn->stream);
-    free(bn->ref);
-    free(bn->got);
     cf_cuda_leave(bn->previous_device);
     free(bn);
 }
 
-/* Device tensors, host buffers and, when validating, cuda.direct's Y as the reference. */
+/* Device tensors and, when validating, cuda.direct's Y as the reference. */
 static convfind_status bench_fill(cf_find_bench *bn)
 {
     const cf_problem *p = bn->p;
@@ -142,8 +140,9 @@ static convfind_status bench_fill(cf_find_bench *bn)
         void **ptr;
         size_t bytes;
     } bufs[] = {
-        {&bn->x, p->x_elems * e}, {&bn->w, p->w_elems * e}, {&bn->b, (size_t)p->m * e},
-        {&bn->z, yn * e},         {&bn->y, yn * e},         {(void **)&bn->y_float, yn * 4},
+        {&bn->x, p->x_elems * e}, {&bn->w, p->w_elems * e},     {&bn->b, (size_t)p->m * e},
+        {&bn->z, yn * e},         {&bn->y, yn * e},             {(void **)&bn->ref, yn * 4},
+        {(void **)&bn->acc, 3 * sizeof(double)},
     };
     for (size_t i = 0; !err && i < sizeof bufs / sizeof bufs[0]; i++)
         err = cudaMalloc(bufs[i].ptr, bufs[i].bytes);
@@ -155,18 +154,12 @@ static convfind_status bench_fill(cf_find_bench *bn)
         cudaGetLastError();
         return cf_cuda_fail(err, "allocating Find's device tensors");
     }
-    bn->ref = malloc(yn * sizeof(float));
-    bn->got = malloc(yn * sizeof(float));
-    if (!bn->ref || !bn->got)
-        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate 2 x %zu floats", yn);
     if (!bn->validate)
         return CONVFIND_OK;
     convfind_status st = run(bn, &cf_algo_cuda_direct, NULL);
-    if (st == CONVFIND_OK)
-        st = fetch_y(bn, bn->ref);
-    for (size_t i = 0; i < p->y_elems; i++)
-        bn->ref_norm += (double)bn->ref[i] * bn->ref[i];
-    bn->ref_norm = sqrt(bn->ref_norm);
+    if (st == CONVFIND_OK &&
+        (err = cf_cuda_to_float(bn->y, p->dtype, bn->ref, p->y_elems, bn->stream)) != 0)
+        st = cf_cuda_fail(err, "keeping the reference output");
     return st;
 }
 
@@ -177,6 +170,11 @@ static convfind_status bench_create(const cf_backend_state *s, const cf_problem 
 {
     (void)pool; /* device work is queued on the bench's stream */
     *out = NULL;
+    /* Find allocates and synchronizes: inside a capture that would break it. */
+    if (cf_cuda_capturing(cudaStreamLegacy))
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED,
+                       "Find cannot run while a CUDA graph capture is under way on this device "
+                       "(it allocates and synchronizes): create plans before capturing");
     cf_find_bench *bn = calloc(1, sizeof *bn);
     if (!bn)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate Find's bench");
@@ -206,6 +204,7 @@ static cf_candidate_status prepare(cf_find_bench *bn, const cf_algo *a, cf_candi
                                    cf_find_ready **out)
 {
     *out = NULL;
+    snprintf(bn->current, sizeof bn->current, "%s", c->algo);
     cf_find_ready *r = calloc(1, sizeof *r);
     if (!r)
         return CF_CAND_ABANDONED; /* memory: no verdict */
@@ -229,8 +228,12 @@ static bool check(cf_find_bench *bn, cf_find_ready *r, int *runs)
 {
     *runs = 1;
     cudaMemsetAsync(bn->y, 0xff, bn->p->y_elems * cf_dtype_size(bn->p->dtype), bn->stream);
-    return run(bn, r->a, r->state) == CONVFIND_OK &&
-           (!bn->validate || (fetch_y(bn, bn->got) == CONVFIND_OK && matches(bn, r->name)));
+    if (run(bn, r->a, r->state) != CONVFIND_OK)
+        return false;
+    if (!bn->validate)
+        return true;
+    const double err = y_error(bn);
+    return err >= 0 && err <= tolerance(bn->p, r->name);
 }
 
 /* One sample: `batch` runs between two events; milliseconds per run. */
@@ -251,11 +254,23 @@ static convfind_status sample(cf_find_bench *bn, cf_find_ready *r, int batch, do
     return st;
 }
 
-static void synchronize(cf_find_bench *bn)
+static convfind_status synchronize(cf_find_bench *bn)
 {
-    cudaStreamSynchronize(bn->stream);
-    cudaGetLastError(); /* a refused launch must not be reported by the next candidate */
-    cf_clear_error();
+    if (!bn->dead) {
+        const cudaError_t err = cudaStreamSynchronize(bn->stream);
+        cudaGetLastError(); /* a refused launch must not be reported by the next candidate */
+        cf_clear_error();
+        /* A sticky error survives cudaGetLastError(): every later call returns it. */
+        if (err != cudaSuccess && cudaStreamQuery(bn->stream) != cudaSuccess) {
+            bn->dead = (int)err;
+            snprintf(bn->killed_by, sizeof bn->killed_by, "%s", bn->current);
+        }
+    }
+    return bn->dead ? cf_fail(CONVFIND_ERR_BACKEND,
+                              "candidate %s left a sticky CUDA error (%s): nothing more can run "
+                              "on this device in this process", bn->killed_by,
+                              cudaGetErrorString((cudaError_t)bn->dead))
+                    : CONVFIND_OK;
 }
 
 static int neighbors(cf_find_bench *bn, const char *name, char (*names)[CF_ALGO_NAME_MAX], int cap)
@@ -274,5 +289,11 @@ const cf_find_hooks cf_cuda_find_hooks = {
     .synchronize = synchronize,
     .neighbors = neighbors,
     .sample_target_ms = CF_CUDA_SAMPLE_MS,
-    .final_round = false,
+    /* A race: each candidate gets CF_CUDA_SCREEN_SAMPLES samples, the close ones a final
+     * round in turns (find.h). */
+    .final_round = true,
+    .min_repeats = CF_CUDA_SCREEN_SAMPLES,
+    .max_repeats = CF_CUDA_SCREEN_SAMPLES,
+    .final_rounds = CF_CUDA_FINAL_ROUNDS,
+    .refine_max = CF_CUDA_REFINE_MAX,
 };

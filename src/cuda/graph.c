@@ -18,6 +18,9 @@
 #define UID_X 1
 #define UID_W 2
 #define UID_Y 3
+#define UID_B 4
+#define UID_Z 5
+#define UID_VIRTUAL 10 /* the fused epilogue's intermediates: 10, 11, 12 */
 #define MAX_ND (CF_SP + 2)
 
 static convfind_status fail_cudnn(cudnnStatus_t s, const char *what)
@@ -75,9 +78,8 @@ bool cf_cudnn_name_is_split(const char *name)
 
 bool cf_cudnn_splittable(const cf_problem *p)
 {
-    const char *v = getenv("CONVFIND_CUDNN_SPLIT");
     return p->op == CONVFIND_OP_CONV && p->dtype == CONVFIND_DTYPE_F32 &&
-           p->math_mode == CONVFIND_MATH_STRICT && !(v && strcmp(v, "0") == 0);
+           p->math_mode == CONVFIND_MATH_ALLOW_SPLIT_TF32;
 }
 
 /* The split form's engine problem: three times the input channels of each group, TF32
@@ -123,9 +125,10 @@ static bool symmetric_pads(const cf_problem *p)
 
 bool cf_cudnn_config_name(const cf_cudnn_config *c, char *buf, size_t size)
 {
-    int n = snprintf(buf, size, "%s%s%s%s:e%" PRId64, CF_CUDNN_PREFIX,
+    int n = snprintf(buf, size, "%s%s%s%s%s:e%" PRId64, CF_CUDNN_PREFIX,
                      c->layout == CONVFIND_LAYOUT_NHWC ? "nhwc" : "nchw",
-                     c->padded ? "+pad" : "", c->split ? "+x3" : "", c->engine);
+                     c->padded ? "+pad" : "", c->split ? "+x3" : "", c->fused ? "+ep" : "",
+                     c->engine);
     for (int i = 0; i < c->n_knobs && n >= 0 && (size_t)n < size; i++)
         n += snprintf(buf + n, size - (size_t)n, "%s%d=%" PRId64, i ? "," : ":k", c->knob_type[i],
                       c->knob_value[i]);
@@ -158,6 +161,8 @@ convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c)
             s += c->padded ? 4 : 0;
             c->split = strncmp(s, "+x3", 3) == 0;
             s += c->split ? 3 : 0;
+            c->fused = strncmp(s, "+ep", 3) == 0;
+            s += c->fused ? 3 : 0;
             ok = strncmp(s, ":e", 2) == 0;
             s += ok ? 2 : 0;
             ok = ok && parse_i64(&s, &c->engine) && c->engine >= 0;
@@ -247,8 +252,9 @@ static int tensor_shape(int64_t n, int64_t c, int nsp, const int64_t *sp, convfi
     return nd;
 }
 
-static convfind_status make_tensor(cudnnDataType_t dt, int nd, const int64_t *dims,
-                                   const int64_t *strides, int64_t uid, cudnnBackendDescriptor_t *out)
+static convfind_status tensor(cudnnDataType_t dt, int nd, const int64_t *dims,
+                              const int64_t *strides, int64_t uid, bool is_virtual,
+                              cudnnBackendDescriptor_t *out)
 {
     convfind_status st = CONVFIND_OK;
     const int64_t align = 16;
@@ -264,6 +270,9 @@ static convfind_status make_tensor(cudnnDataType_t dt, int nd, const int64_t *di
           "tensor uid");
     CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align),
           "tensor alignment");
+    if (is_virtual)
+        CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1,
+                                       &is_virtual), "tensor virtual");
     CHECK(cudnnBackendFinalize(t), "tensor finalize");
 done:
     if (st != CONVFIND_OK)
@@ -272,14 +281,32 @@ done:
     return st;
 }
 
-/* The finalized operation graph of p in `layout`: one convolution node. */
+static convfind_status make_tensor(cudnnDataType_t dt, int nd, const int64_t *dims,
+                                   const int64_t *strides, int64_t uid, cudnnBackendDescriptor_t *out)
+{
+    return tensor(dt, nd, dims, strides, uid, false, out);
+}
+
+/* The finalized operation graph of p in `layout`: one convolution node and, for a fused
+ * configuration, the epilogue's pointwise nodes after it (graph.h). */
+#define EP_MAX 3
 typedef struct graph {
     cudnnBackendDescriptor_t x, w, y, conv, op, graph;
+    cudnnBackendDescriptor_t conv_y, b, z, mid[EP_MAX], pw[EP_MAX], pw_op[EP_MAX];
+    int n_ep; /* epilogue nodes */
 } graph;
 
 static void graph_free(graph *g)
 {
     destroy(&g->graph);
+    for (int i = 0; i < EP_MAX; i++) {
+        destroy(&g->pw_op[i]);
+        destroy(&g->pw[i]);
+        destroy(&g->mid[i]);
+    }
+    destroy(&g->z);
+    destroy(&g->b);
+    destroy(&g->conv_y);
     destroy(&g->op);
     destroy(&g->conv);
     destroy(&g->y);
@@ -287,8 +314,117 @@ static void graph_free(graph *g)
     destroy(&g->x);
 }
 
+bool cf_cudnn_fusable(const cf_problem *p)
+{
+    const bool act_ok = p->act == CONVFIND_ACT_NONE || p->act == CONVFIND_ACT_RELU ||
+                        p->act == CONVFIND_ACT_LEAKY_RELU || p->act == CONVFIND_ACT_CLIP ||
+                        p->act == CONVFIND_ACT_SIGMOID || p->act == CONVFIND_ACT_TANH;
+    return p->op == CONVFIND_OP_CONV && act_ok &&
+           (p->has_bias || p->has_residual || p->act != CONVFIND_ACT_NONE) &&
+           cf_cudnn_expressible(p);
+}
+
+/* One pointwise node y = mode(x[, b]) in f32, for a fused epilogue; `relu` holds the
+ * lower clip, upper clip and lower slope of a RELU_FWD node. */
+static convfind_status pointwise(cudnnPointwiseMode_t mode, const double *relu,
+                                 cudnnBackendDescriptor_t x, cudnnBackendDescriptor_t b,
+                                 cudnnBackendDescriptor_t y, cudnnBackendDescriptor_t *pw,
+                                 cudnnBackendDescriptor_t *op)
+{
+    convfind_status st = CONVFIND_OK;
+    const cudnnDataType_t prec = CUDNN_DATA_FLOAT;
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_POINTWISE_DESCRIPTOR, pw), "pointwise");
+    CHECK(cudnnBackendSetAttribute(*pw, CUDNN_ATTR_POINTWISE_MODE, CUDNN_TYPE_POINTWISE_MODE, 1,
+                                   &mode), "pointwise mode");
+    CHECK(cudnnBackendSetAttribute(*pw, CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_TYPE_DATA_TYPE, 1,
+                                   &prec), "pointwise precision");
+    if (relu) {
+        CHECK(cudnnBackendSetAttribute(*pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP,
+                                       CUDNN_TYPE_DOUBLE, 1, &relu[0]), "relu lower clip");
+        CHECK(cudnnBackendSetAttribute(*pw, CUDNN_ATTR_POINTWISE_RELU_UPPER_CLIP,
+                                       CUDNN_TYPE_DOUBLE, 1, &relu[1]), "relu upper clip");
+        CHECK(cudnnBackendSetAttribute(*pw, CUDNN_ATTR_POINTWISE_RELU_LOWER_CLIP_SLOPE,
+                                       CUDNN_TYPE_DOUBLE, 1, &relu[2]), "relu slope");
+    }
+    CHECK(cudnnBackendFinalize(*pw), "pointwise finalize");
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR, op),
+          "pointwise op");
+    CHECK(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, pw), "pointwise op mode");
+    CHECK(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_XDESC,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x), "pointwise op x");
+    if (b)
+        CHECK(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_BDESC,
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &b), "pointwise op b");
+    CHECK(cudnnBackendSetAttribute(*op, CUDNN_ATTR_OPERATION_POINTWISE_YDESC,
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y), "pointwise op y");
+    CHECK(cudnnBackendFinalize(*op), "pointwise op finalize");
+done:
+    return st;
+}
+
+/* The epilogue of p as pointwise nodes after the convolution, whose output `conv_y` is
+ * then virtual: + B (one value per channel), + Z, the activation; the last node writes
+ * the real Y (uid UID_Y), the others virtual f32 tensors.  Fills g->b, z, mid, pw,
+ * pw_op and returns the number of nodes in *count. */
+static convfind_status epilogue_nodes(const cf_problem *p, convfind_layout layout, int nd,
+                                      const int64_t *y_dims, const int64_t *y_strides,
+                                      cudnnBackendDescriptor_t conv_y, graph *g, int *count)
+{
+    const cudnnDataType_t dt = data_type(p->dtype);
+    convfind_status st = CONVFIND_OK;
+    int64_t b_dims[MAX_ND], b_strides[MAX_ND], ones[CF_SP + 1];
+    for (int d = 0; d < nd - 2; d++)
+        ones[d] = 1;
+    tensor_shape(1, p->m, nd - 2, ones, layout, b_dims, b_strides);
+    cudnnPointwiseMode_t modes[EP_MAX];
+    cudnnBackendDescriptor_t operands[EP_MAX];
+    double relu[3] = {0.0, 3.4e38, 0.0};
+    int n = 0;
+    if (p->has_bias) {
+        if ((st = make_tensor(dt, nd, b_dims, b_strides, UID_B, &g->b)) != CONVFIND_OK)
+            return st;
+        modes[n] = CUDNN_POINTWISE_ADD;
+        operands[n++] = g->b;
+    }
+    if (p->has_residual) {
+        if ((st = make_tensor(dt, nd, y_dims, y_strides, UID_Z, &g->z)) != CONVFIND_OK)
+            return st;
+        modes[n] = CUDNN_POINTWISE_ADD;
+        operands[n++] = g->z;
+    }
+    if (p->act != CONVFIND_ACT_NONE) {
+        modes[n] = p->act == CONVFIND_ACT_SIGMOID ? CUDNN_POINTWISE_SIGMOID_FWD
+                   : p->act == CONVFIND_ACT_TANH  ? CUDNN_POINTWISE_TANH_FWD
+                                                  : CUDNN_POINTWISE_RELU_FWD;
+        if (p->act == CONVFIND_ACT_LEAKY_RELU)
+            relu[2] = p->alpha;
+        if (p->act == CONVFIND_ACT_CLIP) {
+            relu[0] = p->alpha;
+            relu[1] = p->beta;
+        }
+        operands[n++] = NULL;
+    }
+    cudnnBackendDescriptor_t in = conv_y;
+    for (int i = 0; i < n; i++) {
+        const bool last = i == n - 1;
+        if (last)
+            g->mid[i] = NULL;
+        else if ((st = tensor(CUDNN_DATA_FLOAT, nd, y_dims, y_strides, UID_VIRTUAL + 1 + i, true,
+                              &g->mid[i])) != CONVFIND_OK)
+            return st;
+        if ((st = pointwise(modes[i], modes[i] == CUDNN_POINTWISE_RELU_FWD ? relu : NULL, in,
+                            operands[i], last ? g->y : g->mid[i], &g->pw[i], &g->pw_op[i])) !=
+            CONVFIND_OK)
+            return st;
+        in = g->mid[i];
+    }
+    *count = n;
+    return CONVFIND_OK;
+}
+
 static convfind_status graph_build(cudnnHandle_t handle, const cf_problem *p,
-                                   convfind_layout layout, graph *g)
+                                   convfind_layout layout, bool fused, graph *g)
 {
     memset(g, 0, sizeof *g);
     spatial s;
@@ -309,6 +445,16 @@ static convfind_status graph_build(cudnnHandle_t handle, const cf_problem *p,
     nd = tensor_shape(p->n, co, s.nsp, out_sp, layout, dims, strides);
     if ((st = make_tensor(dt, nd, dims, strides, bwd ? UID_X : UID_Y, &g->y)) != CONVFIND_OK)
         goto done;
+    /* Fused: the convolution writes a virtual f32 tensor, the epilogue's last node Y. */
+    cudnnBackendDescriptor_t conv_y = g->y;
+    if (fused) {
+        if ((st = tensor(CUDNN_DATA_FLOAT, nd, dims, strides, UID_VIRTUAL, true, &g->conv_y)) !=
+                CONVFIND_OK ||
+            (st = epilogue_nodes(p, layout, nd, dims, strides, g->conv_y, g, &g->n_ep)) !=
+                CONVFIND_OK)
+            goto done;
+        conv_y = g->conv_y;
+    }
 
     const int64_t nsp = s.nsp;
     const cudnnConvolutionMode_t mode = CUDNN_CROSS_CORRELATION;
@@ -338,7 +484,7 @@ static convfind_status graph_build(cudnnHandle_t handle, const cf_problem *p,
         CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W,
                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->w), "op w");
         CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y,
-                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->y), "op y");
+                                       CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_y), "op y");
         CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC,
                                        CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->conv), "op conv");
         CHECK(cudnnBackendSetAttribute(g->op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA,
@@ -365,8 +511,11 @@ static convfind_status graph_build(cudnnHandle_t handle, const cf_problem *p,
     CHECK(cudnnBackendFinalize(g->op), "op finalize");
     CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR, &g->graph),
           "graph");
+    cudnnBackendDescriptor_t ops[1 + EP_MAX] = {g->op};
+    for (int i = 0; i < g->n_ep; i++)
+        ops[1 + i] = g->pw_op[i];
     CHECK(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_OPS,
-                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &g->op), "graph ops");
+                                   CUDNN_TYPE_BACKEND_DESCRIPTOR, 1 + g->n_ep, ops), "graph ops");
     CHECK(cudnnBackendSetAttribute(g->graph, CUDNN_ATTR_OPERATIONGRAPH_HANDLE, CUDNN_TYPE_HANDLE, 1,
                                    &handle), "graph handle");
     CHECK(cudnnBackendFinalize(g->graph), "graph finalize");
@@ -389,14 +538,17 @@ static bool has_note(const cudnnBackendNumericalNote_t *notes, int64_t n,
     return false;
 }
 
-/* Engines that compile kernels at run time (NVRTC) cost compile time in Find, but on
- * the H200 they were the only fast depthwise engines (about 18x faster than the best
- * precompiled one at N=32, docs/cuda.md) while Find grew by 10-20%.  So they are
- * offered unless CONVFIND_CUDNN_RUNTIME_COMPILED=0. */
-static bool runtime_compiled_allowed(void)
+/* Engines that compile kernels at run time (NVRTC) cost tens to hundreds of
+ * milliseconds of compilation each in Find.  On the H200 they were the only fast
+ * depthwise engines (about 18x faster than the best precompiled one at N=32,
+ * docs/cuda.md) and won nothing else, so they are offered for grouped convolutions;
+ * CONVFIND_CUDNN_RUNTIME_COMPILED=1 offers them everywhere, =0 nowhere. */
+static bool runtime_compiled_allowed(const cf_problem *p)
 {
     const char *v = getenv("CONVFIND_CUDNN_RUNTIME_COMPILED");
-    return !(v && strcmp(v, "0") == 0);
+    if (v && strcmp(v, "0") == 0)
+        return false;
+    return (v && strcmp(v, "1") == 0) || p->group > 1;
 }
 
 /* Reads engine id and knobs of one heuristic result for engine problem p, as a
@@ -417,6 +569,7 @@ static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_proble
     c->layout = form->layout;
     c->padded = form->padded;
     c->split = form->split;
+    c->fused = form->fused;
     *admissible = false;
     CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine), "engine");
     CHECK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
@@ -452,14 +605,14 @@ static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_proble
                                    (int64_t)(sizeof behavior / sizeof behavior[0]), &n_behavior,
                                    behavior), "engine behavior notes");
     for (int64_t i = 0; i < n_behavior; i++)
-        if (behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION && !runtime_compiled_allowed())
+        if (behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION && !runtime_compiled_allowed(p))
             goto done;
     if (form->split)
         *admissible = has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) &&
                       !has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION);
     else
         *admissible =
-            !(p->dtype == CONVFIND_DTYPE_F32 && p->math_mode == CONVFIND_MATH_STRICT &&
+            !(p->dtype == CONVFIND_DTYPE_F32 && p->math_mode != CONVFIND_MATH_ALLOW_TF32 &&
               (has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ||
                has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
                has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)));
@@ -473,7 +626,7 @@ done:
 static bool same_config(const cf_cudnn_config *a, const cf_cudnn_config *b)
 {
     if (a->layout != b->layout || a->padded != b->padded || a->split != b->split ||
-        a->engine != b->engine ||
+        a->fused != b->fused || a->engine != b->engine ||
         a->n_knobs != b->n_knobs)
         return false;
     for (int i = 0; i < a->n_knobs; i++)
@@ -571,58 +724,74 @@ static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
     cf_clear_error();
 }
 
-/* Reorders `c` so that each engine's first configuration comes before any engine's
- * second, keeping the order within both parts.  Find stops starting candidates when its
- * time budget is spent, and on the H200 an engine's knob variants differed by tens of
- * percent where engines differed by 2-3x: trying every engine once first spends a
- * short budget where it matters. */
-static void engines_first(cf_cudnn_config *c, int n)
+/* Keeps the first `limits->listed` configurations of the heuristics' order, at most
+ * `limits->per_engine` of any one engine: the heuristics rank what they list, and on
+ * the H200 the fastest configuration of ResNet-50's and MobileNetV2's layers was among
+ * the first few of its engine, where the tail of the lists (the fallback mode's generic
+ * engines) never won and cost Find a plan finalization each. */
+static int prune_listed(cf_cudnn_config *c, int n, const cf_cudnn_limits *limits)
 {
-    cf_cudnn_config *tmp = malloc((size_t)(n > 0 ? n : 1) * sizeof *tmp);
-    if (!tmp)
-        return; /* the heuristics' order is still a valid order */
     int k = 0;
-    for (int pass = 0; pass < 2; pass++)
-        for (int i = 0; i < n; i++) {
-            bool repeat = false;
-            for (int j = 0; j < i && !repeat; j++)
-                repeat = c[j].engine == c[i].engine;
-            if (repeat == (pass == 1))
-                tmp[k++] = c[i];
-        }
-    memcpy(c, tmp, (size_t)n * sizeof *c);
-    free(tmp);
+    for (int i = 0; i < n && k < limits->listed; i++) {
+        int same = 0;
+        for (int j = 0; j < k; j++)
+            same += c[j].engine == c[i].engine;
+        if (same < limits->per_engine)
+            c[k++] = c[i];
+    }
+    return k;
 }
 
 convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
-                                   convfind_layout layout, bool split, bool global_engines,
-                                   cf_cudnn_config *out, int cap, int *count)
+                                   convfind_layout layout, cf_cudnn_kind kind,
+                                   const cf_cudnn_limits *limits, cf_cudnn_config *out, int cap,
+                                   int *count)
 {
     *count = 0;
-    if (split && !cf_cudnn_splittable(p))
+    const bool split = kind == CF_CUDNN_SPLIT, fused = kind == CF_CUDNN_FUSED;
+    if ((split && !cf_cudnn_splittable(p)) ||
+        (fused && (!cf_cudnn_fusable(p) || layout != p->layout)))
         return CONVFIND_OK;
     const bool native = cf_cudnn_expressible(p);
+    /* Every configuration the heuristics list, before pruning: the unlisted engines are
+     * those none of these names. */
+    enum { ALL = 256 };
+    cf_cudnn_config *all = malloc(ALL * sizeof *all);
+    if (!all)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d configurations", ALL);
     /* Native first; padded only where native pads are impossible or no engine took the
      * asymmetric ones (symmetric pads are what every engine takes). */
     for (int padded = native ? 0 : 1; padded < 2 && *count == 0; padded++) {
-        if (padded && native && symmetric_pads(p))
+        if (padded && (fused || (native && symmetric_pads(p))))
             break;
-        const cf_cudnn_config form = {.layout = layout, .padded = padded, .split = split};
+        const cf_cudnn_config form = {
+            .layout = layout, .padded = padded, .split = split, .fused = fused};
         cf_problem q;
         cf_cudnn_engine_problem(p, &form, &q);
         graph g;
-        convfind_status st = graph_build(handle, &q, layout, &g);
-        if (st != CONVFIND_OK)
+        convfind_status st = graph_build(handle, &q, layout, fused, &g);
+        if (st != CONVFIND_OK) {
+            free(all);
             return st;
+        }
         const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
                                                 CUDNN_HEUR_MODE_FALLBACK};
+        int listed = 0;
         for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-            add_mode(g.graph, modes[i], &q, &form, out, cap, count);
-        if (global_engines)
-            add_global_engines(g.graph, &q, &form, out, cap, count);
+            add_mode(g.graph, modes[i], &q, &form, all, ALL, &listed);
+        const int named = listed;
+        if (limits->unlisted > 0)
+            add_global_engines(g.graph, &q, &form, all,
+                               named + limits->unlisted < ALL ? named + limits->unlisted : ALL,
+                               &listed);
+        const int kept = prune_listed(all, named, limits);
+        for (int i = 0; i < kept && *count < cap; i++)
+            out[(*count)++] = all[i];
+        for (int i = named; i < listed && *count < cap; i++)
+            out[(*count)++] = all[i];
         graph_free(&g);
     }
-    engines_first(out, *count);
+    free(all);
     return CONVFIND_OK;
 }
 
@@ -656,7 +825,7 @@ int cf_cudnn_knob_neighbors(cudnnHandle_t handle, const cf_problem *p, const cf_
     cf_problem q;
     cf_cudnn_engine_problem(p, base, &q);
     graph g;
-    if (graph_build(handle, &q, base->layout, &g) != CONVFIND_OK) {
+    if (graph_build(handle, &q, base->layout, base->fused, &g) != CONVFIND_OK) {
         cf_clear_error();
         return 0;
     }
@@ -715,6 +884,11 @@ struct cf_cudnn_plan {
     cudnnBackendDescriptor_t engine, cfg, plan;
     cudnnBackendDescriptor_t knobs[CF_CUDNN_MAX_KNOBS];
     size_t workspace;
+    /* The variant pack of the last execution and its pointers (x, w, y, workspace):
+     * making one costs about as much host time as a small layer's kernel, and a plan
+     * usually runs on the same buffers again. */
+    cudnnBackendDescriptor_t pack;
+    void *pack_ptrs[6];
 };
 
 void cf_cudnn_plan_destroy(void *ptr)
@@ -722,6 +896,7 @@ void cf_cudnn_plan_destroy(void *ptr)
     cf_cudnn_plan *pl = ptr;
     if (!pl)
         return;
+    destroy(&pl->pack);
     destroy(&pl->plan);
     destroy(&pl->cfg);
     for (int i = 0; i < CF_CUDNN_MAX_KNOBS; i++)
@@ -738,13 +913,17 @@ convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
     if (!c->padded && !cf_cudnn_expressible(p))
         return cf_fail(CONVFIND_ERR_UNSUPPORTED, "cuDNN cannot express this problem's pads");
     if (c->split && !cf_cudnn_splittable(p))
-        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "the split form is for f32 Conv under strict math");
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED,
+                       "the split form is for f32 Conv under CONVFIND_MATH_ALLOW_SPLIT_TF32");
+    if (c->fused && (!cf_cudnn_fusable(p) || c->layout != p->layout || c->padded || c->split))
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED,
+                       "a fused epilogue is for a Conv with one, in the caller's layout");
     cf_cudnn_plan *pl = calloc(1, sizeof *pl);
     if (!pl)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cuDNN plan");
     cf_problem q;
     cf_cudnn_engine_problem(p, c, &q);
-    convfind_status st = graph_build(handle, &q, c->layout, &pl->g);
+    convfind_status st = graph_build(handle, &q, c->layout, c->fused, &pl->g);
     if (st != CONVFIND_OK) {
         free(pl);
         return st;
@@ -797,24 +976,39 @@ size_t cf_cudnn_plan_workspace(const cf_cudnn_plan *plan)
     return plan->workspace;
 }
 
-convfind_status cf_cudnn_plan_execute(cudnnHandle_t handle, const cf_cudnn_plan *plan,
-                                      const void *x, const void *w, void *y, void *ws)
+convfind_status cf_cudnn_plan_execute(cudnnHandle_t handle, cf_cudnn_plan *plan, const void *x,
+                                      const void *w, void *y, const void *b, const void *z,
+                                      void *ws)
 {
     convfind_status st = CONVFIND_OK;
-    cudnnBackendDescriptor_t pack = NULL;
-    int64_t uids[3] = {UID_X, UID_W, UID_Y};
-    void *ptrs[3] = {(void *)x, (void *)w, y};
-    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &pack),
-          "variant pack");
-    CHECK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, CUDNN_TYPE_INT64, 3,
-                                   uids), "pack uids");
-    CHECK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS, CUDNN_TYPE_VOID_PTR,
-                                   3, ptrs), "pack pointers");
-    CHECK(cudnnBackendSetAttribute(pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE, CUDNN_TYPE_VOID_PTR, 1,
-                                   &ws), "pack workspace");
-    CHECK(cudnnBackendFinalize(pack), "pack finalize");
-    CHECK(cudnnBackendExecute(handle, plan->plan, pack), "execute");
+    void *ptrs[6] = {(void *)x, (void *)w, y, ws, (void *)b, (void *)z};
+    if (!plan->pack || memcmp(ptrs, plan->pack_ptrs, sizeof ptrs) != 0) {
+        destroy(&plan->pack);
+        int64_t uids[5] = {UID_X, UID_W, UID_Y};
+        void *data[5] = {ptrs[0], ptrs[1], ptrs[2]};
+        int64_t n = 3;
+        if (plan->g.b) {
+            uids[n] = UID_B;
+            data[n++] = (void *)b;
+        }
+        if (plan->g.z) {
+            uids[n] = UID_Z;
+            data[n++] = (void *)z;
+        }
+        CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR, &plan->pack),
+              "variant pack");
+        CHECK(cudnnBackendSetAttribute(plan->pack, CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS,
+                                       CUDNN_TYPE_INT64, n, uids), "pack uids");
+        CHECK(cudnnBackendSetAttribute(plan->pack, CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                                       CUDNN_TYPE_VOID_PTR, n, data), "pack pointers");
+        CHECK(cudnnBackendSetAttribute(plan->pack, CUDNN_ATTR_VARIANT_PACK_WORKSPACE,
+                                       CUDNN_TYPE_VOID_PTR, 1, &ws), "pack workspace");
+        CHECK(cudnnBackendFinalize(plan->pack), "pack finalize");
+        memcpy(plan->pack_ptrs, ptrs, sizeof ptrs);
+    }
+    CHECK(cudnnBackendExecute(handle, plan->plan, plan->pack), "execute");
 done:
-    destroy(&pack);
+    if (st != CONVFIND_OK)
+        destroy(&plan->pack);
     return st;
 }

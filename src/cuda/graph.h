@@ -11,26 +11,33 @@
  * without pads (cf_cudnn_engine_problem) and a window kernel pads X before it (Conv)
  * or crops and pads Y after it (ConvTranspose).
  *
- * Split configurations run an f32 Conv under strict math on TF32 tensor cores at close
- * to f32 accuracy (the "3xTF32" method; how close depends on the engine, below):
- * X = Xh + Xl and W = Wh + Wl, where Xh and Wh are X and W rounded to TF32 (10 mantissa
- * bits) and Xl, Wl the exact f32 remainders; X * W = Xh*Wh + Xh*Wl + Xl*Wh + Xl*Wl, and the last term, about 2^-22 of
- * the first, is dropped.  The three others are one convolution with three times the
- * input channels of each group: X3 = [Xh, Xh, Xl] and W3 = [Wh, Wl, Wh] along C, run by
- * a tensor-core engine that accumulates in f32.  Each product of TF32 values is exact in
- * f32, so the error is the engine's accumulation error plus the TF32 rounding of the
- * remainders, about 2^-21 of each product; the accumulation differs between engines
- * (measured 5e-7 to 4.5e-5 on ResNet-50's layers, against at most 4.2e-6 for plain f32:
- * docs/cuda.md).  Only Conv with f32 data and strict math has split
- * configurations (cf_cudnn_splittable), and only a validating Find tries them, holding
- * each to CF_CUDNN_SPLIT_TOL.
+ * Split configurations run an f32 Conv under CONVFIND_MATH_ALLOW_SPLIT_TF32 on TF32
+ * tensor cores at close to f32 accuracy (the "3xTF32" method; how close depends on the
+ * engine, below): X = Xh + Xl and W = Wh + Wl, where Xh and Wh are X and W rounded to
+ * TF32 (10 mantissa bits) and Xl, Wl the exact f32 remainders; X * W = Xh*Wh + Xh*Wl +
+ * Xl*Wh + Xl*Wl, and the last term, about 2^-22 of the first, is dropped.  The three
+ * others are one convolution with three times the input channels of each group:
+ * X3 = [Xh, Xh, Xl] and W3 = [Wh, Wl, Wh] along C, run by a tensor-core engine that
+ * accumulates in f32.  Each product of TF32 values is exact in f32, so the error is the
+ * engine's accumulation error plus the TF32 rounding of the remainders, about 2^-21 of
+ * each product; the accumulation differs between engines (measured 5e-7 to 4.5e-5 on
+ * ResNet-50's layers, against at most 4.2e-6 for plain f32: docs/cuda.md).  Only Conv
+ * with f32 data under that mode has split configurations (cf_cudnn_splittable), and
+ * only a validating Find tries them, holding each to CF_CUDNN_SPLIT_TOL.
+ *
+ * Fused configurations put the epilogue into the graph: the convolution writes a
+ * virtual f32 tensor, and pointwise nodes add B (one value per channel) and Z and apply
+ * the activation, the last writing Y, so Y is written once instead of written, read and
+ * written again by a separate kernel.  Only a Conv in the caller's layout with native
+ * pads has them (cf_cudnn_fusable); every other configuration runs the epilogue kernel
+ * (kernels.h) after the engine.
  *
  * A configuration's name is what decisions store, stable for one cuDNN version and GPU:
- *     cuda.cudnn:<layout>[+pad][+x3]:e<engine global index>[:k<knob type>=<value>,...]
+ *     cuda.cudnn:<layout>[+pad][+x3][+ep]:e<engine global index>[:k<type>=<value>,...]
  * e.g. "cuda.cudnn:nhwc:e12:k3=2,5=1".  <layout> is the physical layout the engine runs
  * in; when it differs from the caller's, X and Y are transposed around it.  "+pad" marks
- * a padded configuration, "+x3" a split one.  Knobs are listed in the order the
- * heuristics gave them.
+ * a padded configuration, "+x3" a split one, "+ep" a fused one.  Knobs are listed in the
+ * order the heuristics gave them.
  */
 #ifndef CONVFIND_CUDA_GRAPH_H
 #define CONVFIND_CUDA_GRAPH_H
@@ -49,6 +56,7 @@ typedef struct cf_cudnn_config {
     convfind_layout layout;      /* physical layout the engine runs in */
     bool padded;                 /* runs cf_cudnn_engine_problem(p) with explicit padding */
     bool split;                  /* the 3xTF32 form of an f32 Conv (above) */
+    bool fused;                  /* the epilogue inside the graph (above) */
     int64_t engine;              /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX */
     int n_knobs;
     int knob_type[CF_CUDNN_MAX_KNOBS];
@@ -69,10 +77,8 @@ bool cf_cudnn_expressible(const cf_problem *p);
 /* Whether `name` is a split configuration's. */
 bool cf_cudnn_name_is_split(const char *name);
 
-/* Whether `p` has split configurations: Conv, f32 data, strict math, and the
- * environment does not say CONVFIND_CUDNN_SPLIT=0 (for callers who want only plain f32
- * arithmetic; a stored split decision then fails to prepare, and the plan takes the
- * next candidate of the decision).  Pure apart from reading the environment. */
+/* Whether `p` has split configurations: Conv, f32 data, CONVFIND_MATH_ALLOW_SPLIT_TF32
+ * (convfind.h: STRICT never splits).  Pure. */
 bool cf_cudnn_splittable(const cf_problem *p);
 
 /* The problem configuration c's engine runs for `p`: `p` itself, or when `padded`, `p`
@@ -89,22 +95,38 @@ bool cf_cudnn_config_name(const cf_cudnn_config *c, char *buf, size_t size);
  * anything else. */
 convfind_status cf_cudnn_config_parse(const char *name, cf_cudnn_config *c);
 
+/* Whether `p` can have fused configurations: a Conv with native pads and an epilogue
+ * (bias, residual, an activation other than hard sigmoid).  Pure. */
+bool cf_cudnn_fusable(const cf_problem *p);
+
+/* The kinds of configurations cf_cudnn_enumerate lists. */
+typedef enum cf_cudnn_kind { CF_CUDNN_PLAIN, CF_CUDNN_SPLIT, CF_CUDNN_FUSED } cf_cudnn_kind;
+
+/* How many configurations of one list cf_cudnn_enumerate keeps. */
+typedef struct cf_cudnn_limits {
+    int listed;     /* of the heuristics' lists, in their order */
+    int per_engine; /* of those, at most this many of one engine */
+    int unlisted;   /* engines of the global list the heuristics do not name (0: none) */
+} cf_cudnn_limits;
+
 /* The configurations cuDNN offers for `p` in physical layout `layout`: heuristic modes
  * A, then B, then the fallback list, each configuration with the knob choices the
  * heuristics give, duplicates removed, in that order (the first is the heuristic
- * choice); then, with `global_engines`, every other engine of the graph's global list
- * that finalizes for it, with default knobs (unvetted by cuDNN's heuristics: a caller
- * must check their results).  When that finds none for pads that are asymmetric or not
- * expressible, the same search on the padded problem gives padded configurations.  Then reordered so that every engine's first configuration comes
- * before any engine's second (order kept within each part): Find's time budget is
- * spent across engines before knob variants.  Under CONVFIND_MATH_STRICT with f32 data, engines that use tensor cores
- * (TF32) or convert inputs down are left out.  With `split`, the split configurations
- * instead (tensor-core engines only; none unless cf_cudnn_splittable).  Writes up to `cap` into out and the
- * number written into *count.  Must run inside cf_cuda_enter() with `handle` the
- * calling thread's. */
+ * choice), pruned to `limits`; then up to `limits->unlisted` engines of the graph's
+ * global list that no heuristic mode named and that finalize for it, with default knobs
+ * (unvetted by cuDNN's heuristics: a caller must check their results).  When that finds
+ * none for pads that are asymmetric or not expressible, the same search on the padded
+ * problem gives padded configurations.  Unless TF32 is allowed, f32 data leaves out
+ * engines that use tensor cores (TF32) or convert inputs down; runtime-compiled engines
+ * only for grouped convolutions (graph.c says why).  With `split`, the split
+ * configurations instead (tensor-core engines only; none unless cf_cudnn_splittable), and
+ * with `kind` CF_CUDNN_FUSED the fused ones (none unless cf_cudnn_fusable and `layout`
+ * is the caller's).  Writes up to `cap` into out and the number written into *count.  Must run inside
+ * cf_cuda_enter() with `handle` the calling thread's. */
 convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
-                                   convfind_layout layout, bool split, bool global_engines,
-                                   cf_cudnn_config *out, int cap, int *count);
+                                   convfind_layout layout, cf_cudnn_kind kind,
+                                   const cf_cudnn_limits *limits, cf_cudnn_config *out, int cap,
+                                   int *count);
 
 /* The neighbours of configuration `base` for `p`: base with one knob set to another
  * value of the range its engine advertises (CUDNN_ATTR_ENGINE_KNOB_INFO), for every
@@ -128,8 +150,12 @@ size_t cf_cudnn_plan_workspace(const cf_cudnn_plan *plan);
 
 /* Queues the convolution on the handle's current stream: x, w, y in the plan's physical
  * layout (W as [K][C/group][k...] for NCHW, [K][k...][C/group] for NHWC), all 16-byte
- * aligned, and `ws` of cf_cudnn_plan_workspace() bytes. */
-convfind_status cf_cudnn_plan_execute(cudnnHandle_t handle, const cf_cudnn_plan *plan,
-                                      const void *x, const void *w, void *y, void *ws);
+ * aligned, and `ws` of cf_cudnn_plan_workspace() bytes; for a fused configuration also
+ * b and z where the problem has them (ignored otherwise).  The plan keeps the last
+ * execution's variant pack for the next one on the same buffers, so a plan is used by
+ * one thread at a time (device.h: each thread has its own). */
+convfind_status cf_cudnn_plan_execute(cudnnHandle_t handle, cf_cudnn_plan *plan, const void *x,
+                                      const void *w, void *y, const void *b, const void *z,
+                                      void *ws);
 
 #endif /* CONVFIND_CUDA_GRAPH_H */

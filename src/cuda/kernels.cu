@@ -216,6 +216,37 @@ template <typename T> __global__ void fill_kernel(T *dst, int64_t count, uint64_
     }
 }
 
+/* acc[0] += sum (got - ref)^2, acc[1] += sum ref^2, acc[2] += NaNs in got: a block
+ * reduces in shared memory, then one atomic add per block and sum. */
+template <typename T>
+__global__ void error_norms_kernel(const T *got, const float *ref, int64_t count, double *acc)
+{
+    __shared__ double part[3][256];
+    double d2 = 0.0, r2 = 0.0, nans = 0.0;
+    for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
+         i += (int64_t)gridDim.x * blockDim.x) {
+        const float g = load(got, i), r = ref[i];
+        if (isnan(g))
+            nans += 1.0;
+        else
+            d2 += ((double)g - r) * ((double)g - r);
+        r2 += (double)r * r;
+    }
+    part[0][threadIdx.x] = d2;
+    part[1][threadIdx.x] = r2;
+    part[2][threadIdx.x] = nans;
+    __syncthreads();
+    for (int stride = blockDim.x / 2; stride > 0; stride /= 2) {
+        if (threadIdx.x < stride)
+            for (int k = 0; k < 3; k++)
+                part[k][threadIdx.x] += part[k][threadIdx.x + stride];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0)
+        for (int k = 0; k < 3; k++)
+            atomicAdd(&acc[k], part[k][0]);
+}
+
 template <typename T> __global__ void to_float_kernel(const T *src, float *dst, int64_t count)
 {
     for (int64_t i = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; i < count;
@@ -262,6 +293,37 @@ __global__ void split_tf32_kernel(const float *src, float *dst, int64_t outer, i
         float *d = dst + o * 3 * per + r;
         for (int part = 0; part < 3; part++)
             d[part * per] = (lo_parts >> part & 1u) ? lo : hi;
+    }
+}
+
+/* The split of X in the engine's layout, read from X in the other layout: one pass where
+ * a transpose and a split would take two.  dst is the split operand of the engine's
+ * layout: NHWC engine [n][sp][g][3][cg], NCHW engine [n][g][3][cg][sp]; src is X in the
+ * caller's (the other) layout.  One thread per source value, writing its three parts. */
+__global__ void split_swap_kernel(const float *src, float *dst, int64_t n, int64_t g, int64_t cg,
+                                  int64_t sp, int to_nhwc, unsigned lo_parts)
+{
+    const int64_t total = n * g * cg * sp;
+    for (int64_t e = blockIdx.x * (int64_t)blockDim.x + threadIdx.x; e < total;
+         e += (int64_t)gridDim.x * blockDim.x) {
+        int64_t ni, gi, ci, si;
+        if (to_nhwc) { /* src NCHW: [n][g][cg][sp], the spatial index fastest */
+            si = e % sp;
+            ci = (e / sp) % cg;
+            gi = (e / (sp * cg)) % g;
+            ni = e / (sp * cg * g);
+        } else { /* src NHWC: [n][sp][g][cg], the channel fastest */
+            ci = e % cg;
+            gi = (e / cg) % g;
+            si = (e / (cg * g)) % sp;
+            ni = e / (cg * g * sp);
+        }
+        const float v = src[e], hi = tf32_round(v), lo = v - hi;
+        for (int part = 0; part < 3; part++) {
+            const int64_t d = to_nhwc ? (((ni * sp + si) * g + gi) * 3 + part) * cg + ci
+                                      : (((ni * g + gi) * 3 + part) * cg + ci) * sp + si;
+            dst[d] = (lo_parts >> part & 1u) ? lo : hi;
+        }
     }
 }
 
@@ -357,4 +419,28 @@ extern "C" int cf_cuda_to_float(const void *src, convfind_dtype dtype, float *ds
             (const T *)src, dst, (int64_t)count);
         return launched();
     });
+}
+
+extern "C" int cf_cuda_error_norms(const void *got, convfind_dtype dtype, const float *ref,
+                                   size_t count, double *acc, void *stream)
+{
+    return dispatch(dtype, [&](auto *t) {
+        using T = std::remove_pointer_t<decltype(t)>;
+        const int block = 256;
+        const int64_t blocks = ((int64_t)count + block - 1) / block;
+        error_norms_kernel<<<(unsigned)(blocks < 1 ? 1 : blocks > 1024 ? 1024 : blocks), block,
+                             0, (cudaStream_t)stream>>>((const T *)got, ref, (int64_t)count,
+                                                        acc);
+        return launched();
+    });
+}
+
+extern "C" int cf_cuda_split_tf32_swapped(const float *src, float *dst, int64_t n, int64_t g,
+                                          int64_t cg, int64_t sp, int to_nhwc, unsigned lo_parts,
+                                          void *stream)
+{
+    const int block = 256;
+    split_swap_kernel<<<grid_for(n * g * cg * sp, block), block, 0, (cudaStream_t)stream>>>(
+        src, dst, n, g, cg, sp, to_nhwc, lo_parts);
+    return launched();
 }

@@ -5,8 +5,8 @@
  * channels-first and channels-last (the "transpose, run, transpose back" candidates),
  * zero-padding or cropping the spatial axes (pads cuDNN cannot take), splitting f32
  * operands into TF32 parts (graph.h's split configurations), the
- * bias/residual/activation epilogue, non-zero test data for Find and the tests, and
- * a direct convolution that runs every problem the library accepts (any group, dilation,
+ * bias/residual/activation epilogue, non-zero test data and result checks for Find and
+ * the tests, and a direct convolution that runs every problem the library accepts (any group, dilation,
  * pad including negative ConvTranspose pads, output padding, dtype, layout, epilogue).
  * The direct kernel is the CUDA backend's always-valid fallback and Find's GPU
  * reference; the tests check it against the CPU reference.
@@ -50,6 +50,13 @@ int cf_cuda_window(const void *src, void *dst, size_t elem_size, convfind_layout
 int cf_cuda_split_tf32(const float *src, float *dst, int64_t outer, int64_t c, int64_t inner,
                        unsigned lo_parts, void *stream);
 
+/* cf_cuda_split_tf32 of X (n images of g groups of cg channels over sp points) into the
+ * engine's layout from the other one in a single pass: to_nhwc 1 reads NCHW and writes
+ * the NHWC engine's [n][sp][g][3][cg], to_nhwc 0 reads NHWC and writes the NCHW
+ * engine's [n][g][3][cg][sp].  src and dst must not overlap. */
+int cf_cuda_split_tf32_swapped(const float *src, float *dst, int64_t n, int64_t g, int64_t cg,
+                               int64_t sp, int to_nhwc, unsigned lo_parts, void *stream);
+
 /* Y = act(Y + B + Z) in place, Y in the problem's dtype and layout; b, z may be NULL. */
 int cf_cuda_epilogue(const cf_problem *p, const void *b, const void *z, void *y, void *stream);
 
@@ -63,6 +70,12 @@ int cf_cuda_fill(void *dst, convfind_dtype dtype, size_t count, uint64_t seed, v
 /* dst[i] = (float)src[i] for `count` values of `dtype` (for checking results on the host). */
 int cf_cuda_to_float(const void *src, convfind_dtype dtype, float *dst, size_t count,
                      void *stream);
+
+/* Adds to acc[0..2] (device doubles) the squared distance between `got` (`count` values
+ * of `dtype`) and `ref`, the squared norm of `ref`, and the number of NaNs in `got`: a
+ * result's normwise error is checked on the device, so Find moves no tensor to the host. */
+int cf_cuda_error_norms(const void *got, convfind_dtype dtype, const float *ref, size_t count,
+                        double *acc, void *stream);
 
 #ifdef __cplusplus
 }

@@ -128,12 +128,41 @@ typedef struct find_run {
     const cf_find_config *cfg;
     cf_find_bench *bench;
     cands c;
+    bool trace; /* CONVFIND_FIND_TRACE=1: one line per candidate on stderr */
 } find_run;
 
-static void synchronize(const find_run *f)
+static int min_repeats(const cf_find_hooks *h)
 {
-    if (f->h->synchronize)
-        f->h->synchronize(f->bench);
+    return h->min_repeats > 0 ? h->min_repeats : CF_FIND_MIN_REPEATS;
+}
+
+static int max_repeats(const cf_find_hooks *h)
+{
+    const int most = h->max_repeats > 0 ? h->max_repeats : CF_FIND_MAX_REPEATS;
+    return most < CF_FIND_MAX_REPEATS ? most : CF_FIND_MAX_REPEATS;
+}
+
+/* Where a candidate's time went, for the trace. */
+typedef struct phase_times {
+    double prepare_ms, check_ms, timing_ms;
+} phase_times;
+
+static void trace_candidate(const find_run *f, const char *what, const cf_candidate_stats *c,
+                            const phase_times *t)
+{
+    static const char *const names[] = {
+        [CF_CAND_OK] = "ok", [CF_CAND_FAILED] = "failed",
+        [CF_CAND_NOT_APPLICABLE] = "not_applicable", [CF_CAND_ABANDONED] = "abandoned",
+    };
+    if (f->trace)
+        fprintf(stderr, "find: %s %s %s prepare_ms=%.2f check_ms=%.2f timing_ms=%.2f "
+                "repeats=%d median_ms=%.4f\n", what, c->algo, names[c->status], t->prepare_ms,
+                t->check_ms, t->timing_ms, c->repeats, c->median_ms);
+}
+
+static convfind_status synchronize(const find_run *f)
+{
+    return f->h->synchronize ? f->h->synchronize(f->bench) : CONVFIND_OK;
 }
 
 /* Untimed warm-up runs after the check's `runs`, up to CF_FIND_WARMUPS in all. */
@@ -146,49 +175,69 @@ static bool warm_up(const find_run *f, cf_find_ready *r, int runs)
     return true;
 }
 
-/* Runs per sample: 1, or with a sample target as many as fill it by a first sample. */
-static bool batch_size(const find_run *f, cf_find_ready *r, int *batch)
+/* Runs per sample: 1, or with a sample target as many as fill it by a first sample,
+ * whose time per run goes to *first (0 without one). */
+static bool batch_size(const find_run *f, cf_find_ready *r, int *batch, double *first)
 {
     *batch = 1;
+    *first = 0;
     const double target = f->h->sample_target_ms;
-    double first;
     if (target <= 0)
         return true;
-    if (f->h->sample(f->bench, r, 1, &first) != CONVFIND_OK)
+    if (f->h->sample(f->bench, r, 1, first) != CONVFIND_OK)
         return false;
-    const double want = first > 0 ? ceil(target / first) : CF_FIND_MAX_BATCH;
+    const double want = *first > 0 ? ceil(target / *first) : CF_FIND_MAX_BATCH;
     *batch = want > CF_FIND_MAX_BATCH ? CF_FIND_MAX_BATCH : want < 1 ? 1 : (int)want;
     return true;
 }
 
 /* Measures candidate i into its statistics.  `best_ms` is the best median so far (0:
- * none); `share_s` its time allowance.  Returns CONVFIND_ERR_BACKEND only when
- * cancelled. */
+ * none); `share_s` its time allowance.  Returns an error only when cancelled or when the
+ * backend's synchronize() says the device can run nothing more. */
 static convfind_status measure(const find_run *f, int i, double best_ms, double share_s)
 {
     const cf_find_hooks *h = f->h;
     cf_candidate_stats *c = &f->c.stats[i];
     cf_find_ready *r;
+    phase_times pt = {0, 0, 0};
+    double t0 = now_s();
     const cf_candidate_status ready = h->prepare(f->bench, f->c.algos[i], c, &r);
+    pt.prepare_ms = 1e3 * (now_s() - t0);
     if (ready != CF_CAND_OK) {
         c->status = ready;
-        synchronize(f);
-        return cancel_status(f->cfg);
+        const convfind_status st = synchronize(f);
+        trace_candidate(f, "candidate", c, &pt);
+        return st != CONVFIND_OK ? st : cancel_status(f->cfg);
     }
     double t[CF_FIND_MAX_REPEATS]; /* milliseconds per run */
     int n = 0, runs = 0, batch;
+    double first;
+    t0 = now_s();
     if (!h->check(f->bench, r, &runs)) {
+        c->status = CF_CAND_FAILED;
+        pt.check_ms = 1e3 * (now_s() - t0);
+        goto done;
+    }
+    pt.check_ms = 1e3 * (now_s() - t0);
+    t0 = now_s();
+    c->validated = f->cfg->validate;
+    if (!warm_up(f, r, runs) || !batch_size(f, r, &batch, &first)) {
         c->status = CF_CAND_FAILED;
         goto done;
     }
-    c->validated = f->cfg->validate;
-    if (!warm_up(f, r, runs) || !batch_size(f, r, &batch)) {
-        c->status = CF_CAND_FAILED;
+    /* One run already far slower than the best (beyond what launching one run alone
+     * adds to it): no batch of samples can save it. */
+    if (best_ms > 0 &&
+        first > CF_FIND_FIRST_ABANDON_RATIO * best_ms + CF_FIND_FIRST_ABANDON_SLACK_MS) {
+        c->status = CF_CAND_ABANDONED;
+        t[n++] = first;
+        cf_find_summarize(c, t, n);
         goto done;
     }
     const double start = now_s();
+    const int least = min_repeats(h), most = max_repeats(h);
     c->status = CF_CAND_OK;
-    while (n < CF_FIND_MAX_REPEATS) {
+    while (n < most) {
         if (cancelled(f->cfg)) {
             c->status = CF_CAND_ABANDONED;
             break;
@@ -202,19 +251,22 @@ static convfind_status measure(const find_run *f, int i, double best_ms, double 
             c->status = CF_CAND_ABANDONED;
             break;
         }
-        if (n >= CF_FIND_MIN_REPEATS && now_s() - start >= share_s)
+        if (n >= least && now_s() - start >= share_s)
             break;
     }
     cf_find_summarize(c, t, n);
-done:
-    synchronize(f);
+done:;
+    const convfind_status st = synchronize(f);
     h->release(f->bench, r);
-    return cancel_status(f->cfg);
+    pt.timing_ms = 1e3 * (now_s() - t0);
+    trace_candidate(f, "candidate", c, &pt);
+    return st != CONVFIND_OK ? st : cancel_status(f->cfg);
 }
 
 /* Knob refinement (find.h, step 4). */
-static void refine(find_run *f, double share, double *best_ms)
+static convfind_status refine(find_run *f, double share, double *best_ms)
 {
+    convfind_status st = CONVFIND_OK;
     cands *c = &f->c;
     const double start = now_s(), budget = f->cfg->budget_s * CF_FIND_REFINE_SHARE;
     char (*names)[CF_ALGO_NAME_MAX] = calloc((size_t)c->cap, sizeof *names);
@@ -227,7 +279,9 @@ static void refine(find_run *f, double share, double *best_ms)
         if (base < 0)
             break;
         const double before = c->stats[base].median_ms;
-        const int k = f->h->neighbors(f->bench, c->stats[base].algo, names, c->cap);
+        int k = f->h->neighbors(f->bench, c->stats[base].algo, names, c->cap);
+        if (f->h->refine_max > 0 && k > f->h->refine_max)
+            k = f->h->refine_max;
         bool won = false;
         for (int j = 0; j < k && c->n < c->cap; j++) {
             bool known = false;
@@ -241,16 +295,18 @@ static void refine(find_run *f, double share, double *best_ms)
             c->algos[i] = c->algos[base];
             memset(&c->stats[i], 0, sizeof c->stats[i]);
             memcpy(c->stats[i].algo, names[j], sizeof c->stats[i].algo);
-            measure(f, i, *best_ms, share); /* a cancel ends the round above */
+            if ((st = measure(f, i, *best_ms, share)) != CONVFIND_OK)
+                break;
             if (c->stats[i].status == CF_CAND_OK && c->stats[i].median_ms < *best_ms) {
                 *best_ms = c->stats[i].median_ms;
                 won = won || c->stats[i].median_ms < before;
             }
         }
-        if (!won)
+        if (!won || st != CONVFIND_OK)
             break;
     }
     free(names);
+    return st;
 }
 
 /* The final round (find.h, step 5) within `round_s`.  Timed one after the other,
@@ -282,14 +338,19 @@ static void final_round(const find_run *f, double round_s)
     if (k < 2)
         return;
     cf_find_ready *rd[CF_FIND_FINALISTS];
+    int batch[CF_FIND_FINALISTS];
     int ok = 0;
     for (int j = 0; j < k; j++) {
         cf_candidate_stats scratch = r[pick[j]];
         cf_find_ready *one;
-        double warm;
+        double first;
         if (h->prepare(f->bench, f->c.algos[pick[j]], &scratch, &one) != CF_CAND_OK)
             continue;
-        if (h->sample(f->bench, one, 1, &warm) == CONVFIND_OK) { /* warms restored caches */
+        /* The first sample warms restored caches (and, with a sample target, sizes the
+         * batch each turn times, as in step 3). */
+        if (h->sample_target_ms > 0 ? batch_size(f, one, &batch[ok], &first)
+                                    : h->sample(f->bench, one, 1, &first) == CONVFIND_OK) {
+            batch[ok] = h->sample_target_ms > 0 ? batch[ok] : 1;
             rd[ok] = one;
             pick[ok++] = pick[j];
         } else {
@@ -298,10 +359,13 @@ static void final_round(const find_run *f, double round_s)
         }
     }
     static _Thread_local double t[CF_FIND_FINALISTS][CF_FIND_MAX_REPEATS];
+    const int most = h->final_rounds > 0 && h->final_rounds < CF_FIND_MAX_REPEATS
+                         ? h->final_rounds
+                         : CF_FIND_MAX_REPEATS;
     int rounds = 0;
     const double start = now_s();
     bool failed = false;
-    while (!failed && rounds < CF_FIND_MAX_REPEATS && !cancelled(f->cfg) &&
+    while (!failed && rounds < most && !cancelled(f->cfg) &&
            (rounds < CF_FIND_MIN_REPEATS || now_s() - start < round_s)) {
         for (int j = 0; j < ok && !failed; j++) {
             const int i = (j + rounds) % ok;
@@ -310,13 +374,17 @@ static void final_round(const find_run *f, double round_s)
              * smaller footprint (Winograd lost its 3x3 layers to direct that way). */
             double warm;
             failed = h->sample(f->bench, rd[i], 1, &warm) != CONVFIND_OK ||
-                     h->sample(f->bench, rd[i], 1, &t[i][rounds]) != CONVFIND_OK;
+                     h->sample(f->bench, rd[i], batch[i], &t[i][rounds]) != CONVFIND_OK;
         }
         rounds += !failed;
     }
     for (int j = 0; j < ok; j++) {
-        if (ok >= 2 && rounds >= CF_FIND_MIN_REPEATS)
+        if (ok >= 2 && rounds >= CF_FIND_MIN_REPEATS) {
             cf_find_summarize(&r[pick[j]], t[j], rounds);
+            if (f->trace)
+                fprintf(stderr, "find: final %s rounds=%d median_ms=%.4f\n", r[pick[j]].algo,
+                        rounds, r[pick[j]].median_ms);
+        }
         synchronize(f);
         h->release(f->bench, rd[j]);
     }
@@ -345,8 +413,11 @@ static convfind_status time_all(find_run *f, int incumbent, int usable)
         if (c->stats[i].status == CF_CAND_OK && (best_ms == 0 || c->stats[i].median_ms < best_ms))
             best_ms = c->stats[i].median_ms;
     }
-    if (f->h->neighbors && cfg->validate)
-        refine(f, share, &best_ms);
+    if (f->h->neighbors && cfg->validate) {
+        convfind_status st = refine(f, share, &best_ms);
+        if (st != CONVFIND_OK)
+            return st;
+    }
     if (f->h->final_round && !cfg->retune)
         final_round(f, CF_FIND_FINAL_SHARE * cfg->budget_s);
     return cancel_status(cfg);
@@ -384,19 +455,29 @@ convfind_status cf_find_measure(const cf_backend *b, const cf_backend_state *s,
                                 const cf_problem *p, const cf_find_config *cfg, cf_decision *out)
 {
     memset(out, 0, sizeof *out);
-    find_run f = {.h = b->find, .cfg = cfg};
+    const char *trace = getenv("CONVFIND_FIND_TRACE");
+    find_run f = {.h = b->find, .cfg = cfg, .trace = trace && strcmp(trace, "1") == 0};
+    const double t0 = now_s();
     convfind_status st = cands_list(b, s, p, cfg->workspace_limit,
                                     cfg->validate ? CF_FIND_LIST_VALIDATING : 0, &f.c);
     if (st != CONVFIND_OK)
         return st;
+    const double listed_s = now_s() - t0;
     int incumbent = -1;
     st = measure_all(&f, s, p, &incumbent);
+    if (f.trace)
+        fprintf(stderr, "find: done candidates=%d list_ms=%.2f total_ms=%.2f\n", f.c.n,
+                1e3 * listed_s, 1e3 * (now_s() - t0));
     const int n = f.c.n;
     /* Nothing timed to the end: the reference is the safest of the ABANDONED. */
     const int pick = st == CONVFIND_OK ? cf_find_choose(f.c.stats, n, incumbent, b->reference->name)
                                        : -1;
-    if (st == CONVFIND_OK && pick < 0)
-        st = cf_fail(CONVFIND_ERR_BACKEND, "every candidate failed on this problem");
+    if (st == CONVFIND_OK && pick < 0) {
+        char last[256]; /* what the last candidate said, e.g. a device left unusable */
+        snprintf(last, sizeof last, "%s", convfind_last_error());
+        st = cf_fail(CONVFIND_ERR_BACKEND, "every candidate failed on this problem%s%s",
+                     last[0] ? "; the last: " : "", last);
+    }
     if (st == CONVFIND_OK) {
         cf_find_rank(f.c.stats, n, pick);
         if (!(out->candidates = malloc((size_t)n * sizeof *out->candidates)))

@@ -19,27 +19,39 @@
  *      when validating; a wrong or erroring candidate is FAILED, never chosen), warm-up
  *      runs up to CF_FIND_WARMUPS in all (the check's runs count), then samples: with a
  *      sample target, one first sample of one run sizes the batch (target / its time,
- *      1 to CF_FIND_MAX_BATCH runs); at least CF_FIND_MIN_REPEATS samples, then until
- *      CF_FIND_MAX_REPEATS or the candidate's share of the budget (budget / usable
- *      candidates) is spent.  Once CF_FIND_ABANDON_AFTER samples are in, a candidate
- *      whose fastest is slower than CF_FIND_ABANDON_RATIO x the best median so far is
- *      ABANDONED.
+ *      1 to CF_FIND_MAX_BATCH runs), and a candidate whose first run is slower than
+ *      CF_FIND_FIRST_ABANDON_RATIO x the best median so far plus
+ *      CF_FIND_FIRST_ABANDON_SLACK_MS (what launching a single run adds to small
+ *      kernels' times) is ABANDONED there; at
+ *      least the backend's min_repeats samples (CF_FIND_MIN_REPEATS), then until its
+ *      max_repeats (CF_FIND_MAX_REPEATS) or the candidate's share of the budget
+ *      (budget / usable candidates) is spent.  Once CF_FIND_ABANDON_AFTER samples are
+ *      in, a candidate whose fastest is slower than CF_FIND_ABANDON_RATIO x the best
+ *      median so far is ABANDONED.
  *   4. Knob refinement (backends with neighbors, validating Finds): the neighbouring
  *      forms of the fastest candidate with named forms are measured like the others,
- *      in at most CF_FIND_REFINE_ROUNDS rounds, a further round only when a neighbour
- *      won the last one, within CF_FIND_REFINE_SHARE of the budget again and the room
- *      the candidate list has left.
+ *      in at most CF_FIND_REFINE_ROUNDS rounds of at most the backend's refine_max, a
+ *      further round only when a neighbour won the last one, within
+ *      CF_FIND_REFINE_SHARE of the budget again and the room the candidate list has
+ *      left.
  *   5. Final round (backends with final_round, not under RETUNE): the OK candidates
  *      within CF_FIND_FINAL_WINDOW of the fastest median (at most CF_FIND_FINALISTS, the
- *      fastest) are timed again in turns, one run each per round after an untimed one,
- *      the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds within
- *      CF_FIND_FINAL_SHARE of the budget; their statistics are replaced by this round's,
- *      so close candidates are compared under the same machine conditions.
+ *      fastest) are timed again in turns, one sample each per round after an untimed
+ *      run (a sample of one run, or with a sample target of a batch sized as in step
+ *      3), the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds
+ *      (at most the backend's final_rounds) within CF_FIND_FINAL_SHARE of the budget;
+ *      their statistics are replaced by this round's, so close candidates are compared
+ *      under the same machine conditions.  A backend that takes few samples in step 3
+ *      races its candidates this way: a short look at each, a longer one at the few
+ *      that came close.
  *   6. Choice and ranked list by rank.h: the incumbent stays unless the fastest median
  *      beats it by more than CF_FIND_MARGIN; otherwise, among the candidates within
  *      CF_FIND_MARGIN of the fastest, the smallest workspace, then the earliest in list
  *      order.  With nothing timed to the end, the backend's reference if it was
  *      ABANDONED, else the first ABANDONED one.
+ * CONVFIND_FIND_TRACE=1 in the environment prints one line per measured candidate on
+ * stderr (status, milliseconds spent preparing, checking and timing it, its median) and
+ * one per Find (candidates, time to list them, total), to see where Find's time goes.
  */
 #ifndef CONVFIND_FIND_H
 #define CONVFIND_FIND_H
@@ -56,6 +68,8 @@
 #define CF_FIND_MAX_BATCH 32
 #define CF_FIND_ABANDON_AFTER 3
 #define CF_FIND_ABANDON_RATIO 1.5
+#define CF_FIND_FIRST_ABANDON_RATIO 3.0
+#define CF_FIND_FIRST_ABANDON_SLACK_MS 0.05
 #define CF_FIND_MARGIN 0.03
 #define CF_FIND_RETUNE_TOP 3
 #define CF_FIND_REFINE_ROUNDS 2
@@ -87,7 +101,9 @@ convfind_status cf_find_heuristic(const cf_backend *b, const cf_backend_state *s
 /* Measures and ranks the candidates as described above.  On success `out` owns a ranked
  * candidate array.  CONVFIND_ERR_UNSUPPORTED when nothing can run `p`,
  * CONVFIND_ERR_OUT_OF_MEMORY when the test tensors cannot be allocated,
- * CONVFIND_ERR_BACKEND when cancelled or when every candidate failed.  Thread-safe (its
+ * CONVFIND_ERR_BACKEND when cancelled, when every candidate failed (the message ends with
+ * the last candidate's), or when the backend's synchronize() reports a device that can
+ * run nothing more (its message).  Thread-safe (its
  * bench is its own). */
 convfind_status cf_find_measure(const cf_backend *b, const cf_backend_state *s,
                                 const cf_problem *p, const cf_find_config *cfg, cf_decision *out);

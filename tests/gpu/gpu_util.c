@@ -5,6 +5,7 @@
 
 #include <cuda_runtime.h>
 #include <math.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -18,12 +19,31 @@ void gu_require_gpu(void)
     }
 }
 
+/* What the test was doing last (gu_doing), for failure messages: a sticky CUDA error
+ * surfaces at the next synchronization, after the work that caused it. */
+static char doing[256];
+
+void gu_doing(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(doing, sizeof doing, fmt, ap);
+    va_end(ap);
+}
+
+static void fail_while(void)
+{
+    if (doing[0])
+        fprintf(stderr, "  (while %s)\n", doing);
+    exit(1);
+}
+
 void gu_check(convfind_status st, const char *what)
 {
     if (st != CONVFIND_OK) {
         fprintf(stderr, "FAIL: %s: %s: %s\n", what, convfind_status_name(st),
                 convfind_last_error());
-        exit(1);
+        fail_while();
     }
 }
 
@@ -31,7 +51,7 @@ static void check_cuda(cudaError_t err, const char *what)
 {
     if (err != cudaSuccess) {
         fprintf(stderr, "FAIL: %s: %s\n", what, cudaGetErrorString(err));
-        exit(1);
+        fail_while();
     }
 }
 
@@ -224,6 +244,8 @@ double gu_tolerance(const convfind_conv_desc *desc)
 {
     if (desc->dtype != CONVFIND_DTYPE_F32)
         return 2e-2;
+    /* Under ALLOW_SPLIT_TF32 plain f32 configurations are held to strict's bound and
+     * split ones to a tighter one (test_cuda_conv). */
     return desc->math_mode == CONVFIND_MATH_ALLOW_TF32 ? 1e-2 : 1e-4;
 }
 

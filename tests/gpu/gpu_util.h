@@ -22,6 +22,11 @@ void gu_require_gpu(void);
 /* Aborts the test with `what` and the library's last error when st != OK. */
 void gu_check(convfind_status st, const char *what);
 
+/* Records what the test is about to do (printf format); a failure of gu_check or of a
+ * CUDA call in these helpers prints it, so an error that surfaces later (a sticky CUDA
+ * error at the next synchronization) still names the configuration that ran. */
+void gu_doing(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /* A problem from a descriptor; aborts on failure. */
 convfind_problem *gu_problem(const convfind_conv_desc *desc);
 
