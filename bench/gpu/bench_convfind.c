@@ -1,15 +1,22 @@
 /*
- * bench_convfind.c - convfind's CUDA backend on a network's convolutions (issue 6).
+ * bench_convfind.c - convfind's CUDA backend on a network's layers (docs/cuda.md).
  *
- *   bench_convfind <layers.csv> <fp32|tf32|fp16> <N> [find budget s]
+ *   bench_convfind <layers.csv> <fp32|split|tf32|fp16|bf16> <N> [find budget s]
  *
- * For each caller layout (NCHW, NHWC): one CUDA context (EXHAUSTIVE Find, validation
- * on, in-memory database); per layer a plan (Find runs here, its time reported apart),
- * weights packed once (convfind_packed_weights_create), then the execution timed with
- * CUDA events: 5 warm-up runs, then 15 samples of 10
- * back-to-back runs each on non-zero inputs; the layer's time is the median sample /
- * 10.  total_ms = sum of count x layer time; the faster caller layout is reported last:
- *   RESULT convfind <precision> n=<N> total_ms=<x> layout=<l>
+ * Each layer computes what the network does after its convolution (layers.h,
+ * bl_epilogue_of: bias, residual, ReLU or ReLU6).  For each caller layout (NCHW, NHWC):
+ * one CUDA context (EXHAUSTIVE Find, validation on; the find-db is $BENCH_DB, else in
+ * memory); per layer a plan (Find runs here, its time reported apart), weights packed
+ * once (convfind_packed_weights_create), then two timings on non-zero inputs, each 5
+ * warm-up runs and 15 samples of 10 runs between CUDA events, the median / 10:
+ *   call   10 executions from C, back to back;
+ *   graph  one replay of a CUDA graph that captured the 10 executions.
+ * Per layer:  layer <name> x<count> <precision> <layout> call_ms=<x> graph_ms=<y>
+ *             find_s=<z> <configuration>
+ * Last, per layout and for the faster layout per layer ("best"; totals are count x
+ * layer time):
+ *   RESULT convfind <precision> n=<N> layout=<nchw|nhwc|best> call_ms=<x> graph_ms=<y>
+ *          find_s=<z>
  * BENCH_CANDIDATES=K also prints, per layer, how many candidates Find measured, failed
  * or abandoned and its K best (configuration, median ms), to see which engines win.
  */
@@ -73,33 +80,92 @@ static void show_candidates(convfind_context *ctx, const convfind_problem *p, in
                r[i].status == CONVFIND_CANDIDATE_OK ? "ok" : "not-timed", r[i].median_ms);
 }
 
+/* One execution, or with `graph` one replay of the BATCH executions it holds. */
+typedef struct runner {
+    const convfind_plan *plan;
+    convfind_tensors t;
+    cudaStream_t stream;
+    cudaGraphExec_t graph;
+} runner;
+
+static void run_batch(const runner *r)
+{
+    if (r->graph) {
+        check_cuda(cudaGraphLaunch(r->graph, r->stream), "graph launch");
+        return;
+    }
+    for (int i = 0; i < BATCH; i++)
+        check(convfind_execute_on_stream(r->plan, &r->t, r->stream), "execute");
+}
+
+/* Median time of one execution: SAMPLES batches between events after warm-ups. */
+static double time_layer(const runner *r, cudaEvent_t e0, cudaEvent_t e1)
+{
+    for (int i = 0; i < 5; i++)
+        run_batch(r);
+    float ms[SAMPLES];
+    for (int s = 0; s < SAMPLES; s++) {
+        check_cuda(cudaEventRecord(e0, r->stream), "record");
+        run_batch(r);
+        check_cuda(cudaEventRecord(e1, r->stream), "record");
+        check_cuda(cudaEventSynchronize(e1), "sync");
+        check_cuda(cudaEventElapsedTime(&ms[s], e0, e1), "elapsed");
+        ms[s] /= BATCH;
+    }
+    qsort(ms, SAMPLES, sizeof ms[0], cmp);
+    return ms[SAMPLES / 2];
+}
+
+/* The BATCH executions captured into a graph on r->stream. */
+static cudaGraphExec_t capture(const runner *r)
+{
+    cudaGraph_t g;
+    cudaGraphExec_t exec;
+    check_cuda(cudaStreamBeginCapture(r->stream, cudaStreamCaptureModeGlobal), "begin capture");
+    for (int i = 0; i < BATCH; i++)
+        check(convfind_execute_on_stream(r->plan, &r->t, r->stream), "execute (capture)");
+    check_cuda(cudaStreamEndCapture(r->stream, &g), "end capture");
+    check_cuda(cudaGraphInstantiate(&exec, g, 0), "instantiate");
+    cudaGraphDestroy(g);
+    return exec;
+}
+
+typedef struct totals {
+    double call, graph, find;
+} totals;
+
 int main(int argc, char **argv)
 {
     static bl_layer layers[BL_MAX_LAYERS];
-    const int nl = bl_args(argc, argv, 4, "layers.csv fp32|tf32|fp16 N [find budget s]", layers);
+    const int nl =
+        bl_args(argc, argv, 4, "layers.csv fp32|split|tf32|fp16|bf16 N [find budget s]", layers);
     if (nl < 0)
         return 2;
     const char *prec = argv[2];
     const int n = atoi(argv[3]);
-    const convfind_dtype dt = strcmp(prec, "fp16") == 0 ? CONVFIND_DTYPE_F16 : CONVFIND_DTYPE_F32;
-    const convfind_math_mode mm =
-        strcmp(prec, "tf32") == 0 ? CONVFIND_MATH_ALLOW_TF32 : CONVFIND_MATH_STRICT;
+    convfind_dtype dt;
+    convfind_math_mode mm;
+    if (bl_precision(prec, &dt, &mm) != 0) {
+        fprintf(stderr, "unknown precision %s\n", prec);
+        return 2;
+    }
     const size_t esz = dt == CONVFIND_DTYPE_F32 ? 4 : 2;
     const int top = getenv("BENCH_CANDIDATES") ? atoi(getenv("BENCH_CANDIDATES")) : 0;
+    const char *db = getenv("BENCH_DB");
     char why[256];
     if (!convfind_cuda_available(0, why, sizeof why)) {
         printf("SKIP: %s\n", why);
         return 77;
     }
-    double best_total = -1;
-    const char *best_layout = "";
+    static double call_ms[2][BL_MAX_LAYERS], graph_ms[2][BL_MAX_LAYERS];
+    totals tot[3] = {{0, 0, 0}, {0, 0, 0}, {0, 0, 0}};
     for (int li = 0; li < 2; li++) {
         const convfind_layout layout = li ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
         convfind_context_options o;
         convfind_context_options_init(&o);
         o.device = CONVFIND_DEVICE_CUDA;
-        o.find_policy = CONVFIND_FIND_EXHAUSTIVE;
-        o.db_path = ":memory:";
+        o.find_policy = db ? CONVFIND_FIND_HYBRID : CONVFIND_FIND_EXHAUSTIVE;
+        o.db_path = db ? db : ":memory:";
         o.find_time_budget_s = argc > 4 ? atof(argv[4]) : 0.3;
         convfind_context *ctx;
         check(convfind_context_create(&o, &ctx), "context");
@@ -108,65 +174,75 @@ int main(int argc, char **argv)
         check_cuda(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
         check_cuda(cudaEventCreate(&e0), "event");
         check_cuda(cudaEventCreate(&e1), "event");
-        double total = 0, find_s = 0;
         for (int i = 0; i < nl; i++) {
             convfind_conv_desc d;
-            bl_desc(&layers[i], n, dt, mm, layout, &d);
+            bl_desc_fused(&layers[i], n, dt, mm, layout, &d);
             convfind_problem *p;
             check(convfind_problem_create(&d, &p), layers[i].name);
-            size_t nx, nw, ny;
-            check(convfind_problem_sizes(p, &nx, &nw, &ny, NULL), "sizes");
-            void *x, *w, *y;
+            size_t nx, nw, ny, nb;
+            check(convfind_problem_sizes(p, &nx, &nw, &ny, &nb), "sizes");
+            void *x, *w, *y, *b, *z = NULL;
             check_cuda(cudaMalloc(&x, nx * esz), "x");
             check_cuda(cudaMalloc(&w, nw * esz), "w");
             check_cuda(cudaMalloc(&y, ny * esz), "y");
+            check_cuda(cudaMalloc(&b, nb * esz), "b");
             check_cuda(cf_cuda_fill(x, dt, nx, 11, stream), "fill x");
             check_cuda(cf_cuda_fill(w, dt, nw, 12, stream), "fill w");
-            double t0 = now_s();
+            check_cuda(cf_cuda_fill(b, dt, nb, 13, stream), "fill b");
+            if (d.has_residual) {
+                check_cuda(cudaMalloc(&z, ny * esz), "z");
+                check_cuda(cf_cuda_fill(z, dt, ny, 14, stream), "fill z");
+            }
+            check_cuda(cudaStreamSynchronize(stream), "fill");
             if (top > 0)
                 show_candidates(ctx, p, top);
+            double t0 = now_s();
             convfind_plan *plan;
             check(convfind_plan_create(ctx, p, &plan), "plan");
-            find_s += now_s() - t0;
+            const double find_s = now_s() - t0;
             /* As an inference runtime would: weights packed once into the chosen
              * configuration's layout (PyTorch's channels_last weights are, too). */
             convfind_packed_weights *pw;
             check(convfind_packed_weights_create(plan, w, &pw), "packed weights");
-            convfind_tensors t = {.x = x, .w = w, .y = y, .packed_w = pw};
-            for (int r = 0; r < 5; r++)
-                check(convfind_execute_on_stream(plan, &t, stream), "warm-up");
-            float ms[SAMPLES];
-            for (int s = 0; s < SAMPLES; s++) {
-                cudaEventRecord(e0, stream);
-                for (int r = 0; r < BATCH; r++)
-                    check(convfind_execute_on_stream(plan, &t, stream), "execute");
-                cudaEventRecord(e1, stream);
-                check_cuda(cudaEventSynchronize(e1), "sync");
-                check_cuda(cudaEventElapsedTime(&ms[s], e0, e1), "elapsed");
-                ms[s] /= BATCH;
-            }
-            qsort(ms, SAMPLES, sizeof ms[0], cmp);
-            total += layers[i].count * (double)ms[SAMPLES / 2];
-            printf("layer %-22s x%d %s %s median_ms=%.4f %s\n", layers[i].name, layers[i].count,
-                   prec, li ? "nhwc" : "nchw", ms[SAMPLES / 2], convfind_plan_algorithm(plan));
+            runner r = {.plan = plan,
+                        .t = {.x = x, .w = w, .b = b, .z = z, .y = y, .packed_w = pw},
+                        .stream = stream};
+            call_ms[li][i] = time_layer(&r, e0, e1);
+            r.graph = capture(&r);
+            graph_ms[li][i] = time_layer(&r, e0, e1);
+            cudaGraphExecDestroy(r.graph);
+            tot[li].call += layers[i].count * call_ms[li][i];
+            tot[li].graph += layers[i].count * graph_ms[li][i];
+            tot[li].find += find_s;
+            printf("layer %-22s x%d %s %s call_ms=%.4f graph_ms=%.4f find_s=%.3f %s\n",
+                   layers[i].name, layers[i].count, prec, li ? "nhwc" : "nchw", call_ms[li][i],
+                   graph_ms[li][i], find_s, convfind_plan_algorithm(plan));
+            fflush(stdout);
             convfind_packed_weights_destroy(pw);
             convfind_plan_destroy(plan);
             convfind_problem_destroy(p);
             cudaFree(x);
             cudaFree(w);
             cudaFree(y);
-        }
-        printf("convfind %s n=%d layout=%s total_ms=%.4f find_s=%.1f\n", prec, n,
-               li ? "nhwc" : "nchw", total, find_s);
-        if (best_total < 0 || total < best_total) {
-            best_total = total;
-            best_layout = li ? "nhwc" : "nchw";
+            cudaFree(b);
+            if (z)
+                cudaFree(z);
         }
         cudaEventDestroy(e0);
         cudaEventDestroy(e1);
         cudaStreamDestroy(stream);
         convfind_context_destroy(ctx);
     }
-    printf("RESULT convfind %s n=%d total_ms=%.4f layout=%s\n", prec, n, best_total, best_layout);
+    for (int i = 0; i < nl; i++) {
+        const double c = call_ms[0][i] < call_ms[1][i] ? call_ms[0][i] : call_ms[1][i];
+        const double g = graph_ms[0][i] < graph_ms[1][i] ? graph_ms[0][i] : graph_ms[1][i];
+        tot[2].call += layers[i].count * c;
+        tot[2].graph += layers[i].count * g;
+    }
+    tot[2].find = tot[0].find + tot[1].find;
+    const char *names[3] = {"nchw", "nhwc", "best"};
+    for (int k = 0; k < 3; k++)
+        printf("RESULT convfind %s n=%d layout=%s call_ms=%.4f graph_ms=%.4f find_s=%.2f\n", prec,
+               n, names[k], tot[k].call, tot[k].graph, tot[k].find);
     return 0;
 }

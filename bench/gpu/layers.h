@@ -80,4 +80,73 @@ static inline void bl_desc(const bl_layer *l, int n, convfind_dtype dt, convfind
     d->pads.v[1] = d->pads.v[3] = l->pad_w;
 }
 
+/* What a layer computes after its convolution, as the network does (inference with
+ * batch norm folded into the convolution, hence a bias everywhere):
+ *   ResNet: ReLU; the last 1x1 of a bottleneck (k = 4c, "conv3") adds the shortcut first
+ *   (the residual Z), the downsampling 1x1 ("down") has no activation.  The CSV merges
+ *   layers of one shape: res2's 64->256 row counts the three bottleneck ends and the
+ *   downsampling layer, all run as bottleneck ends.
+ *   MobileNetV2: ReLU6 (clip to 0..6), except the linear projections ("project"), which
+ *   add the block's input where the block keeps its width (c = 6k: expansion 6).
+ *   Anything else: ReLU. */
+typedef struct bl_epilogue {
+    int residual;
+    convfind_activation act; /* NONE, RELU or CLIP (ReLU6) */
+} bl_epilogue;
+
+static inline bl_epilogue bl_epilogue_of(const bl_layer *l)
+{
+    bl_epilogue e = {0, CONVFIND_ACT_RELU};
+    if (strstr(l->name, "project")) {
+        e.act = CONVFIND_ACT_NONE;
+        e.residual = l->c == 6 * l->k;
+    } else if (strstr(l->name, "mnv2")) {
+        e.act = CONVFIND_ACT_CLIP;
+    } else if (strstr(l->name, "down")) {
+        e.act = CONVFIND_ACT_NONE;
+    } else if (strstr(l->name, "conv3") || (l->r == 1 && l->k == 4 * l->c)) {
+        e.residual = 1;
+    }
+    return e;
+}
+
+/* bl_desc with the layer's epilogue (bl_epilogue_of): bias, residual, activation. */
+static inline void bl_desc_fused(const bl_layer *l, int n, convfind_dtype dt,
+                                 convfind_math_mode mm, convfind_layout layout,
+                                 convfind_conv_desc *d)
+{
+    bl_desc(l, n, dt, mm, layout, d);
+    const bl_epilogue e = bl_epilogue_of(l);
+    d->has_bias = 1;
+    d->has_residual = e.residual;
+    d->activation = e.act;
+    if (e.act == CONVFIND_ACT_CLIP) {
+        d->alpha = 0.0f;
+        d->beta = 6.0f;
+    }
+}
+
+/* A precision's name on the command line: its dtype and math mode; -1 if unknown. */
+static inline int bl_precision(const char *name, convfind_dtype *dt, convfind_math_mode *mm)
+{
+    static const struct {
+        const char *name;
+        convfind_dtype dt;
+        convfind_math_mode mm;
+    } table[] = {
+        {"fp32", CONVFIND_DTYPE_F32, CONVFIND_MATH_STRICT},
+        {"split", CONVFIND_DTYPE_F32, CONVFIND_MATH_ALLOW_SPLIT_TF32},
+        {"tf32", CONVFIND_DTYPE_F32, CONVFIND_MATH_ALLOW_TF32},
+        {"fp16", CONVFIND_DTYPE_F16, CONVFIND_MATH_STRICT},
+        {"bf16", CONVFIND_DTYPE_BF16, CONVFIND_MATH_STRICT},
+    };
+    for (size_t i = 0; i < sizeof table / sizeof table[0]; i++)
+        if (strcmp(name, table[i].name) == 0) {
+            *dt = table[i].dt;
+            *mm = table[i].mm;
+            return 0;
+        }
+    return -1;
+}
+
 #endif /* CONVFIND_BENCH_GPU_LAYERS_H */

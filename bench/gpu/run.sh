@@ -1,25 +1,46 @@
 #!/bin/sh
-# run.sh - the GPU benchmark of issue 6: convfind vs PyTorch (cudnn.benchmark) vs
-# cuDNN's legacy Find on a network's convolutions, at N=32 and N=1, in fp32 (strict),
-# tf32 and fp16.  Usage: run.sh <dir of bench_convfind and legacy_find, e.g.
-# build/bench/gpu> [layers.csv] [suite name] [log dir].  BENCH_N, BENCH_PRECISIONS and
-# BENCH_FIND_S (Find budget per problem, seconds) narrow or change the run.
-# Prints, last per configuration:
-#   <suite> <precision> n=<N> total_ms convfind=<x> pytorch=<y> legacy_find=<z>
+# run.sh - the GPU benchmark (docs/cuda.md): convfind against PyTorch (cudnn.benchmark,
+# its calls replayed from a CUDA graph, eager as a second column) and cuDNN's legacy
+# Find (what ONNX Runtime's CUDA provider used), on a network's layers with their bias,
+# residual and activation, in every precision, at N=32 and N=1.  BENCH_DEADLINE_S (for a
+# machine lent for a limited time) starts no further step after that many seconds.
+#
+#   run.sh <bin dir> [layers.csv] [suite name] [log dir]
+#
+# <bin dir> holds bench_convfind and legacy_find (e.g. build/bench/gpu).  BENCH_N,
+# BENCH_PRECISIONS (fp32 split tf32 fp16 bf16; split is convfind's
+# CONVFIND_MATH_ALLOW_SPLIT_TF32, compared with the peers' strict fp32) and BENCH_FIND_S
+# (Find budget per problem, seconds) narrow or change the run.  PyTorch runs twice, with
+# cudnn.benchmark on (the timings) and off (first calls only): the difference of their
+# first calls is what its benchmark costs, set against convfind's Find time.  The logs
+# go to <log dir>; summarize.py prints the tables from them, and this script prints them
+# last.
 set -eu
 bin=$1
-csv=${2:-$(dirname "$0")/../../data/resnet50_convs.csv}
+here=$(dirname "$0")
+csv=${2:-$here/../../data/resnet50_convs.csv}
 suite=${3:-resnet50}
 logs=${4:-.}
-result() { sed -n "s/^RESULT $1 .* total_ms=\([0-9.]*\).*/\1/p" "$2" | tail -n 1; }
-for n in ${BENCH_N:-32 1}; do
-  for prec in ${BENCH_PRECISIONS:-fp32 tf32 fp16}; do
+ns=${BENCH_N:-32 1}
+precs=${BENCH_PRECISIONS:-fp32 split tf32 fp16 bf16}
+peer_precs=$(echo $precs | tr ' ' '\n' | grep -v '^split$' | paste -sd, -)
+peer_ns=$(echo $ns | tr ' ' ',')
+start=$(date +%s)
+in_time() { [ -z "${BENCH_DEADLINE_S:-}" ] || [ $(( $(date +%s) - start )) -lt "$BENCH_DEADLINE_S" ]; }
+python3 "$here/bench_pytorch.py" "$csv" "$peer_precs" "$peer_ns" --benchmark on \
+  > "$logs/$suite-pytorch-on.log" 2>&1 || true
+in_time && python3 "$here/bench_pytorch.py" "$csv" "$peer_precs" "$peer_ns" --benchmark off --first-only \
+  > "$logs/$suite-pytorch-off.log" 2>&1 || true
+for n in $ns; do
+  for prec in $precs; do
+    in_time || continue
     base=$logs/$suite-$prec-n$n
     "$bin/bench_convfind" "$csv" "$prec" "$n" ${BENCH_FIND_S:-} > "$base-convfind.log" 2>&1 || true
-    python3 "$(dirname "$0")/bench_pytorch.py" "$csv" "$prec" "$n" > "$base-pytorch.log" 2>&1 || true
-    "$bin/legacy_find" "$csv" "$prec" "$n" > "$base-legacy.log" 2>&1 || true
-    echo "$suite $prec n=$n total_ms convfind=$(result convfind "$base-convfind.log")" \
-         "pytorch=$(result pytorch "$base-pytorch.log")" \
-         "legacy_find=$(result legacy_find "$base-legacy.log")"
+    if [ "$prec" != split ]; then
+      for layout in nchw nhwc; do
+        "$bin/legacy_find" "$csv" "$prec" "$n" $layout > "$base-legacy-$layout.log" 2>&1 || true
+      done
+    fi
   done
 done
+python3 "$here/summarize.py" "$logs" "$suite" "${BENCH_FIND_S:-0.3}"
