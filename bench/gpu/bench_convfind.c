@@ -10,7 +10,9 @@
  * once (convfind_packed_weights_create), then two timings on non-zero inputs, each 5
  * warm-up runs and 15 samples of 10 runs between CUDA events, the median / 10:
  *   call   10 executions from C, back to back;
- *   graph  one replay of a CUDA graph that captured the 10 executions.
+ *   graph  one replay of a CUDA graph that captured the 10 executions (where the chosen
+ *          configuration refuses to be captured, the fastest candidate of its Find that
+ *          can be, named as graph_algo=).
  * Per layer:  layer <name> x<count> <precision> <layout> call_ms=<x> graph_ms=<y>
  *             find_s=<z> <configuration>
  * Last, per layout and for the faster layout per layer ("best"; totals are count x
@@ -116,18 +118,70 @@ static double time_layer(const runner *r, cudaEvent_t e0, cudaEvent_t e1)
     return ms[SAMPLES / 2];
 }
 
-/* The BATCH executions captured into a graph on r->stream. */
+/* The BATCH executions captured into a graph on r->stream; NULL, with the capture ended
+ * and the error cleared, when an execution refuses to be captured. */
 static cudaGraphExec_t capture(const runner *r)
 {
-    cudaGraph_t g;
-    cudaGraphExec_t exec;
+    cudaGraph_t g = NULL;
+    cudaGraphExec_t exec = NULL;
     check_cuda(cudaStreamBeginCapture(r->stream, cudaStreamCaptureModeGlobal), "begin capture");
-    for (int i = 0; i < BATCH; i++)
-        check(convfind_execute_on_stream(r->plan, &r->t, r->stream), "execute (capture)");
-    check_cuda(cudaStreamEndCapture(r->stream, &g), "end capture");
-    check_cuda(cudaGraphInstantiate(&exec, g, 0), "instantiate");
-    cudaGraphDestroy(g);
+    convfind_status st = CONVFIND_OK;
+    for (int i = 0; i < BATCH && st == CONVFIND_OK; i++)
+        st = convfind_execute_on_stream(r->plan, &r->t, r->stream);
+    if (st != CONVFIND_OK)
+        printf("  capture of %s refused: %s\n", convfind_plan_algorithm(r->plan),
+               convfind_last_error());
+    const cudaError_t ended = cudaStreamEndCapture(r->stream, &g);
+    if (st == CONVFIND_OK && ended == cudaSuccess)
+        check_cuda(cudaGraphInstantiate(&exec, g, 0), "instantiate");
+    if (g)
+        cudaGraphDestroy(g);
+    cudaGetLastError();
     return exec;
+}
+
+/* The graph time of the layer: its plan's, or when the plan's configuration cannot be
+ * captured, that of the fastest candidate of its Find that can (as a runtime that
+ * replays graphs would choose); *used names it. */
+static double graph_time(convfind_context *ctx, const convfind_problem *p, runner r,
+                         cudaEvent_t e0, cudaEvent_t e1, const char **used)
+{
+    *used = convfind_plan_algorithm(r.plan);
+    if ((r.graph = capture(&r))) {
+        const double ms = time_layer(&r, e0, e1);
+        cudaGraphExecDestroy(r.graph);
+        return ms;
+    }
+    enum { CAP = 128 };
+    static convfind_find_result res[CAP];
+    int count = 0;
+    check(convfind_find(ctx, p, res, CAP, &count), "find");
+    for (int i = 0; i < count && i < CAP; i++) {
+        if (res[i].status != CONVFIND_CANDIDATE_OK || strcmp(res[i].algorithm, *used) == 0)
+            continue;
+        convfind_plan *alt;
+        if (convfind_plan_create_with_algorithm(ctx, p, res[i].algorithm, &alt) != CONVFIND_OK)
+            continue;
+        convfind_packed_weights *pw;
+        check(convfind_packed_weights_create(alt, r.t.w, &pw), "packed weights");
+        runner a = r;
+        a.plan = alt;
+        a.t.packed_w = pw;
+        a.graph = NULL;
+        run_batch(&a); /* outside the capture first: the thread's plan and its trial */
+        double ms = -1;
+        if ((a.graph = capture(&a))) {
+            ms = time_layer(&a, e0, e1);
+            cudaGraphExecDestroy(a.graph);
+            *used = res[i].algorithm;
+        }
+        convfind_packed_weights_destroy(pw);
+        convfind_plan_destroy(alt);
+        if (ms >= 0)
+            return ms;
+    }
+    fprintf(stderr, "no candidate of this layer can be captured\n");
+    exit(1);
 }
 
 typedef struct totals {
@@ -208,15 +262,16 @@ int main(int argc, char **argv)
                         .t = {.x = x, .w = w, .b = b, .z = z, .y = y, .packed_w = pw},
                         .stream = stream};
             call_ms[li][i] = time_layer(&r, e0, e1);
-            r.graph = capture(&r);
-            graph_ms[li][i] = time_layer(&r, e0, e1);
-            cudaGraphExecDestroy(r.graph);
+            const char *used;
+            graph_ms[li][i] = graph_time(ctx, p, r, e0, e1, &used);
             tot[li].call += layers[i].count * call_ms[li][i];
             tot[li].graph += layers[i].count * graph_ms[li][i];
             tot[li].find += find_s;
-            printf("layer %-22s x%d %s %s call_ms=%.4f graph_ms=%.4f find_s=%.3f %s\n",
+            printf("layer %-22s x%d %s %s call_ms=%.4f graph_ms=%.4f find_s=%.3f %s%s%s\n",
                    layers[i].name, layers[i].count, prec, li ? "nhwc" : "nchw", call_ms[li][i],
-                   graph_ms[li][i], find_s, convfind_plan_algorithm(plan));
+                   graph_ms[li][i], find_s, convfind_plan_algorithm(plan),
+                   strcmp(used, convfind_plan_algorithm(plan)) ? " graph_algo=" : "",
+                   strcmp(used, convfind_plan_algorithm(plan)) ? used : "");
             fflush(stdout);
             convfind_packed_weights_destroy(pw);
             convfind_plan_destroy(plan);

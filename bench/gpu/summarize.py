@@ -84,8 +84,6 @@ def fmt(v, digits=3):
 
 def main():
     logs, suite, budget = sys.argv[1], sys.argv[2], sys.argv[3]
-    on = read(os.path.join(logs, f"{suite}-pytorch-on.log"))
-    off = read(os.path.join(logs, f"{suite}-pytorch-off.log"))
     head = ("| suite | math mode | N | convfind graph (best / NCHW) | convfind call | "
             "PyTorch graph (best / NCHW) | PyTorch eager | legacy Find | / PyTorch "
             "(best / NCHW) | worst layer | convfind Find s (budget) | PyTorch benchmark s "
@@ -99,6 +97,8 @@ def main():
         prec, n = m.group(1), int(m.group(2))
         peer = "fp32" if prec == "split" else prec
         cl, ct = convfind_layers(read(os.path.join(logs, fname)))
+        on = read(os.path.join(logs, f"{suite}-pytorch-on-n{n}.log"))
+        off = read(os.path.join(logs, f"{suite}-pytorch-off-n{n}.log"))
         pl, pt = pytorch(on, peer, n)
         pl_off, _ = pytorch(off, peer, n)
         lg, lg_find = legacy(logs, suite, peer, n)

@@ -106,6 +106,10 @@ typedef struct cf_find_hooks {
     double sample_target_ms;
     /* Whether the close candidates are timed again in turns (find.h, final round). */
     bool final_round;
+    /* Whether the backend's reference is measured only when no other candidate has
+     * measured OK before it: a reference that is only the always-valid fallback, never
+     * the fastest (CUDA's direct kernel), is then not timed at all. */
+    bool reference_last;
     /* Samples per candidate (find.h, step 3): at least min_repeats, at most max_repeats;
      * 0: CF_FIND_MIN_REPEATS and CF_FIND_MAX_REPEATS.  At most final_rounds rounds of
      * the final round (0: CF_FIND_MAX_REPEATS), and at most refine_max neighbours per

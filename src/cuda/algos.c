@@ -139,6 +139,35 @@ static convfind_status refuse_in_capture(const char *what)
                    "capture first", what);
 }
 
+/* Whether `plan` can be captured, by capturing one execution on the thread's own trial
+ * stream (thread-local capture mode, so no other thread's capture is disturbed) and
+ * throwing the graph away: a capture records and runs nothing.  Made once per thread and
+ * plan, after its first execution outside any capture, so that an execution inside a
+ * capture can refuse a plan that would break it instead of breaking it. */
+static void check_capture(cf_cuda_thread *t, cf_cudnn_plan *plan, const void *x, const void *w,
+                          void *y, const void *b, const void *z, void *ws, void *stream)
+{
+    bool ok = false;
+    cudaGraph_t g = NULL;
+    if (t->trial_stream ||
+        cudaStreamCreateWithFlags(&t->trial_stream, cudaStreamNonBlocking) == cudaSuccess) {
+        if (cudaStreamBeginCapture(t->trial_stream, cudaStreamCaptureModeThreadLocal) ==
+            cudaSuccess) {
+            ok = cudnnSetStream(t->handle, t->trial_stream) == CUDNN_STATUS_SUCCESS &&
+                 cf_cudnn_plan_execute(t->handle, plan, x, w, y, b, z, ws) == CONVFIND_OK;
+            ok = cudaStreamEndCapture(t->trial_stream, &g) == cudaSuccess && g && ok;
+        }
+    } else {
+        t->trial_stream = NULL;
+    }
+    if (g)
+        cudaGraphDestroy(g);
+    cudaGetLastError();
+    cf_clear_error();
+    cudnnSetStream(t->handle, (cudaStream_t)stream);
+    cf_cudnn_plan_set_capturable(plan, ok);
+}
+
 /* The calling thread's finalized plan of `s` for p, built on first use (never inside a
  * capture: finalizing may allocate and synchronize). */
 static convfind_status thread_plan(cf_cuda_thread *t, const cf_problem *p, const cudnn_state *s,
@@ -192,18 +221,22 @@ static void cudnn_release(void *state)
  * keeps (graph.h, cf_cudnn_limits).  The caller's layout gets the most: the other one
  * pays two transposes, and won on the H200 mainly where its engines are several times
  * faster (NHWC tensor-core engines for an NCHW caller), which their first configurations
- * show.  Split lists are for a validating Find under CONVFIND_MATH_ALLOW_SPLIT_TF32
- * only; fused ones exist where the problem has an epilogue cuDNN can fuse. */
+ * show.  A runtime-compiled engine costs tens to hundreds of milliseconds of compilation
+ * (graph.c says when they are offered), so each list keeps at most one.  Split lists are
+ * for a validating Find under CONVFIND_MATH_ALLOW_SPLIT_TF32 only; fused ones exist where
+ * the problem has an epilogue cuDNN can fuse.  On the H200, with longer lists
+ * (bench/results/gpu_20261202, first run), the winner was among the first ten
+ * candidates measured (about the first two of each list) in 89% of 922 Finds. */
 static const struct {
     cf_cudnn_kind kind;
     int other_layout;
     cf_cudnn_limits limits;
 } lists[] = {
-    {CF_CUDNN_PLAIN, 0, {.listed = 10, .per_engine = 3, .unlisted = 8}},
-    {CF_CUDNN_PLAIN, 1, {.listed = 4, .per_engine = 2, .unlisted = 4}},
-    {CF_CUDNN_FUSED, 0, {.listed = 4, .per_engine = 2, .unlisted = 0}},
-    {CF_CUDNN_SPLIT, 0, {.listed = 6, .per_engine = 2, .unlisted = 0}},
-    {CF_CUDNN_SPLIT, 1, {.listed = 3, .per_engine = 2, .unlisted = 0}},
+    {CF_CUDNN_PLAIN, 0, {.listed = 8, .per_engine = 3, .runtime_compiled = 1, .unlisted = 6}},
+    {CF_CUDNN_PLAIN, 1, {.listed = 3, .per_engine = 2, .runtime_compiled = 1, .unlisted = 2}},
+    {CF_CUDNN_FUSED, 0, {.listed = 3, .per_engine = 2, .runtime_compiled = 1, .unlisted = 0}},
+    {CF_CUDNN_SPLIT, 0, {.listed = 4, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0}},
+    {CF_CUDNN_SPLIT, 1, {.listed = 2, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0}},
 };
 #define LISTS ((int)(sizeof lists / sizeof lists[0]))
 
@@ -293,6 +326,14 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
     convfind_status st = aligned16(a);
     if (st != CONVFIND_OK || (st = thread_plan(t, p, s, captured, &plan)) != CONVFIND_OK)
         return st;
+    if (captured && cf_cudnn_plan_capturable(plan) != 1) {
+        if (cf_cudnn_plan_capturable(plan) < 0)
+            return refuse_in_capture(s->name);
+        capture_refused = true;
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED,
+                       "%s cannot be captured into a CUDA graph: its cuDNN engine does what a "
+                       "capture forbids (a trial capture failed)", s->name);
+    }
     layout_plan lp;
     layout_of(p, &s->config, &lp);
     const cf_problem *q = &lp.q;
@@ -350,6 +391,8 @@ static convfind_status cudnn_run(cf_cuda_thread *t, const cf_problem *p, const c
         st = cf_fail(CONVFIND_ERR_BACKEND, "cudnnSetStream: %s", cudnnGetErrorString(cs));
     if (st == CONVFIND_OK)
         st = cf_cudnn_plan_execute(t->handle, plan, x, w, y, a->b, a->z, engine_buf);
+    if (st == CONVFIND_OK && !captured && cf_cudnn_plan_capturable(plan) < 0)
+        check_capture(t, plan, x, w, y, a->b, a->z, engine_buf, a->stream);
     if (st == CONVFIND_OK && lp.swap_y)
         st = launch_status(to_nhwc ? cf_cuda_swap_axes(yb, y_caller, e, q->n, q->out_sp, q->m,
                                                        a->stream)

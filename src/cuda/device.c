@@ -65,6 +65,8 @@ static void thread_free(cf_cuda_thread *t)
         cudaFree(t->workspace);
     if (t->workspace_done)
         cudaEventDestroy(t->workspace_done);
+    if (t->trial_stream)
+        cudaStreamDestroy(t->trial_stream);
     if (t->handle)
         cudnnDestroy(t->handle);
     free(t);

@@ -47,6 +47,7 @@ typedef struct cf_cuda_thread {
     cudaEvent_t workspace_done;  /* recorded after the last use of the workspace */
     void *workspace_stream;      /* the stream that last used it */
     int workspace_used;
+    cudaStream_t trial_stream;   /* for trial captures (algos.c); NULL until needed */
     uint64_t clock;
     cf_cuda_plan_slot plans[CF_CUDA_PLANS_PER_THREAD];
     struct cf_cuda_thread *next, *prev; /* the device's list, under its mutex */

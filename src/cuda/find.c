@@ -292,6 +292,7 @@ const cf_find_hooks cf_cuda_find_hooks = {
     /* A race: each candidate gets CF_CUDA_SCREEN_SAMPLES samples, the close ones a final
      * round in turns (find.h). */
     .final_round = true,
+    .reference_last = true,
     .min_repeats = CF_CUDA_SCREEN_SAMPLES,
     .max_repeats = CF_CUDA_SCREEN_SAMPLES,
     .final_rounds = CF_CUDA_FINAL_ROUNDS,

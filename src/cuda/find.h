@@ -33,7 +33,7 @@
 #define CF_CUDA_SAMPLE_MS 0.25
 #define CF_CUDA_SCREEN_SAMPLES 3
 #define CF_CUDA_FINAL_ROUNDS 7
-#define CF_CUDA_REFINE_MAX 6
+#define CF_CUDA_REFINE_MAX 4
 
 extern const cf_find_hooks cf_cuda_find_hooks;
 

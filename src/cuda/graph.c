@@ -605,8 +605,9 @@ static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_proble
                                    (int64_t)(sizeof behavior / sizeof behavior[0]), &n_behavior,
                                    behavior), "engine behavior notes");
     for (int64_t i = 0; i < n_behavior; i++)
-        if (behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION && !runtime_compiled_allowed(p))
-            goto done;
+        c->runtime_compiled |= behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
+    if (c->runtime_compiled && !runtime_compiled_allowed(p))
+        goto done;
     if (form->split)
         *admissible = has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) &&
                       !has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION);
@@ -679,14 +680,18 @@ done:
     cf_clear_error();
 }
 
-/* Appends every engine of the graph's global list that the heuristics did not name,
- * with its default knobs.  The heuristic modes rank only the engines they model: under
- * strict f32 math on the H200 they never offered the engine behind the legacy API's
- * non-fused Winograd algorithm, which runs ResNet-50's 3x3 layers 2.5x faster than
- * anything they list (docs/cuda.md).  An engine that cannot run the graph usually
- * refuses at finalize and is skipped here, but not always: on the H200 engine 50
- * finalized for an f16 problem and computed wrong results, hence only validating Finds
- * ask for these. */
+/* Appends engines of the graph's global list that the heuristics did not name, with
+ * their default knobs, from the first UNLISTED_SCAN of that list.  The heuristic modes
+ * rank only the engines they model: under strict f32 math on the H200 they never offered
+ * the engine behind the legacy API's non-fused Winograd algorithm, which runs ResNet-50's
+ * 3x3 layers 2.5x faster than anything they list (docs/cuda.md).  The engines that won
+ * that way all had global indices below 8 (the legacy algorithms' engines); the list has
+ * about a hundred, and asking each costs a finalization (about 1 ms), which was most of
+ * Find's time for strict f32.  An engine that cannot run the graph usually refuses at
+ * finalize and is skipped here, but not always: on the H200 engine 50 finalized for an
+ * f16 problem and computed wrong results, hence only validating Finds ask for these. */
+#define UNLISTED_SCAN 16
+
 static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
                                const cf_cudnn_config *form, cf_cudnn_config *out, int cap,
                                int *count)
@@ -695,7 +700,7 @@ static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
     if (cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
                                  CUDNN_TYPE_INT64, 1, &got, &total) != 0)
         total = 0;
-    for (int64_t id = 0; id < total && *count < cap; id++) {
+    for (int64_t id = 0; id < total && id < UNLISTED_SCAN && *count < cap; id++) {
         bool named = false;
         for (int j = 0; j < *count && !named; j++)
             named = out[j].engine == id;
@@ -731,13 +736,16 @@ static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
  * engines) never won and cost Find a plan finalization each. */
 static int prune_listed(cf_cudnn_config *c, int n, const cf_cudnn_limits *limits)
 {
-    int k = 0;
+    int k = 0, compiled = 0;
     for (int i = 0; i < n && k < limits->listed; i++) {
         int same = 0;
         for (int j = 0; j < k; j++)
             same += c[j].engine == c[i].engine;
-        if (same < limits->per_engine)
-            c[k++] = c[i];
+        if (same >= limits->per_engine ||
+            (c[i].runtime_compiled && compiled >= limits->runtime_compiled))
+            continue;
+        compiled += c[i].runtime_compiled;
+        c[k++] = c[i];
     }
     return k;
 }
@@ -889,7 +897,18 @@ struct cf_cudnn_plan {
      * usually runs on the same buffers again. */
     cudnnBackendDescriptor_t pack;
     void *pack_ptrs[6];
+    int capturable; /* -1: not known yet; else whether a capture of it succeeded */
 };
+
+int cf_cudnn_plan_capturable(const cf_cudnn_plan *plan)
+{
+    return plan->capturable;
+}
+
+void cf_cudnn_plan_set_capturable(cf_cudnn_plan *plan, bool capturable)
+{
+    plan->capturable = capturable;
+}
 
 void cf_cudnn_plan_destroy(void *ptr)
 {
@@ -921,6 +940,7 @@ convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
     cf_cudnn_plan *pl = calloc(1, sizeof *pl);
     if (!pl)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cuDNN plan");
+    pl->capturable = -1;
     cf_problem q;
     cf_cudnn_engine_problem(p, c, &q);
     convfind_status st = graph_build(handle, &q, c->layout, c->fused, &pl->g);

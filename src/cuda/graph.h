@@ -57,6 +57,8 @@ typedef struct cf_cudnn_config {
     bool padded;                 /* runs cf_cudnn_engine_problem(p) with explicit padding */
     bool split;                  /* the 3xTF32 form of an f32 Conv (above) */
     bool fused;                  /* the epilogue inside the graph (above) */
+    bool runtime_compiled;       /* the engine compiles its kernels at run time (NVRTC);
+                                    known from the heuristics, not part of the name */
     int64_t engine;              /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX */
     int n_knobs;
     int knob_type[CF_CUDNN_MAX_KNOBS];
@@ -106,6 +108,7 @@ typedef enum cf_cudnn_kind { CF_CUDNN_PLAIN, CF_CUDNN_SPLIT, CF_CUDNN_FUSED } cf
 typedef struct cf_cudnn_limits {
     int listed;     /* of the heuristics' lists, in their order */
     int per_engine; /* of those, at most this many of one engine */
+    int runtime_compiled; /* of those, at most this many runtime-compiled ones */
     int unlisted;   /* engines of the global list the heuristics do not name (0: none) */
 } cf_cudnn_limits;
 
@@ -144,6 +147,12 @@ typedef struct cf_cudnn_plan cf_cudnn_plan;
 convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
                                      const cf_cudnn_config *c, cf_cudnn_plan **out);
 void cf_cudnn_plan_destroy(void *plan);
+
+/* Whether executions of the plan can be captured into a CUDA graph: -1 until a trial
+ * capture says (algos.c makes one after a plan's first execution).  On the H200 engine
+ * 28's executions broke every capture (cudaErrorStreamCaptureInvalidated). */
+int cf_cudnn_plan_capturable(const cf_cudnn_plan *plan);
+void cf_cudnn_plan_set_capturable(cf_cudnn_plan *plan, bool capturable);
 
 /* Device workspace bytes the plan needs. */
 size_t cf_cudnn_plan_workspace(const cf_cudnn_plan *plan);

@@ -125,6 +125,7 @@ convfind_status cf_find_heuristic(const cf_backend *b, const cf_backend_state *s
 
 typedef struct find_run {
     const cf_find_hooks *h;
+    const cf_algo *reference; /* the backend's */
     const cf_find_config *cfg;
     cf_find_bench *bench;
     cands c;
@@ -403,8 +404,10 @@ static convfind_status time_all(find_run *f, int incumbent, int usable)
         if ((k >= 0 && i == incumbent) || c->stats[i].status == CF_CAND_NOT_APPLICABLE)
             continue;
         if (k >= 0 && (now_s() - start > cfg->budget_s ||
-                       (cfg->retune && !cf_find_retuned(cfg->retune, c->stats[i].algo)))) {
-            c->stats[i].status = CF_CAND_ABANDONED; /* over budget or not re-timed: never started */
+                       (cfg->retune && !cf_find_retuned(cfg->retune, c->stats[i].algo)) ||
+                       (f->h->reference_last && c->algos[i] == f->reference && best_ms > 0))) {
+            /* Over budget, not re-timed, or a reference not needed: never started. */
+            c->stats[i].status = CF_CAND_ABANDONED;
             continue;
         }
         convfind_status st = measure(f, i, best_ms, share);
@@ -456,7 +459,8 @@ convfind_status cf_find_measure(const cf_backend *b, const cf_backend_state *s,
 {
     memset(out, 0, sizeof *out);
     const char *trace = getenv("CONVFIND_FIND_TRACE");
-    find_run f = {.h = b->find, .cfg = cfg, .trace = trace && strcmp(trace, "1") == 0};
+    find_run f = {.h = b->find, .reference = b->reference, .cfg = cfg,
+                  .trace = trace && strcmp(trace, "1") == 0};
     const double t0 = now_s();
     convfind_status st = cands_list(b, s, p, cfg->workspace_limit,
                                     cfg->validate ? CF_FIND_LIST_VALIDATING : 0, &f.c);

@@ -12,7 +12,8 @@
  *      tensors filled with non-zero values; when validating, the reference output.
  *   2. The incumbent is measured first, whatever the budget; then every other usable
  *      candidate in list order while the budget lasts (RETUNE: only the stored top
- *      CF_FIND_RETUNE_TOP; the rest are ABANDONED without running).
+ *      CF_FIND_RETUNE_TOP; the rest are ABANDONED without running; with the backend's
+ *      reference_last, its reference too once another candidate measured OK).
  *   3. Per candidate: prepare (state, workspace, packed weights; a refusal is FAILED, an
  *      allocation failure ABANDONED without a verdict, a workspace over the limit
  *      NOT_APPLICABLE), the check (runs into a poisoned Y, compared with the reference
