@@ -402,7 +402,21 @@ CONVFIND_API convfind_status convfind_execute(const convfind_plan *plan,
  * is queued: Y is ready when the stream reaches that point, and the caller must keep
  * every buffer alive and unmodified until then.  Any number of host threads may execute
  * one plan at once, each on its own stream.  On a CPU context `stream` must be NULL
- * (CONVFIND_ERR_INVALID_ATTRIBUTE otherwise) and the call equals convfind_execute. */
+ * (CONVFIND_ERR_INVALID_ATTRIBUTE otherwise) and the call equals convfind_execute.
+ *
+ * CUDA graphs: the call may be captured (cudaStreamBeginCapture on `stream`, any capture
+ * mode); the graph then replays the whole execution, its workspace included (a
+ * stream-ordered allocation the graph owns, or the context's device_allocator, which
+ * must then be capture-safe).  Nothing inside synchronizes, allocates outside the
+ * stream or runs Find.  What that needs is made by the first execution of the plan on
+ * the capturing thread outside a capture (its cuDNN handle, its finalized plan, and a
+ * trial capture that tells whether the configuration's engine can be captured at all):
+ * inside a capture without it, or for a configuration whose engine cannot be captured,
+ * the call takes another candidate of the plan's decision that is ready and capturable
+ * on this thread, or fails with CONVFIND_ERR_UNSUPPORTED and a message saying so (the
+ * slow always-valid kernel is not captured in its place); either way the capture stays
+ * intact.  Packed weights, plans and Find belong outside captures; so does a DEFERRED
+ * context's background tuner while a global-mode capture runs. */
 CONVFIND_API convfind_status convfind_execute_on_stream(const convfind_plan *plan,
                                                         const convfind_tensors *tensors,
                                                         void *stream);

@@ -129,7 +129,7 @@ def main():
               f"{fmt(float(pb['eager_ms'])) if pb else '-'} | "
               f"{fmt(lg[0]) + ' ' + lg[1] if lg else '-'} | {fmt(ratio_b, 2)} / "
               f"{fmt(ratio_n, 2)} | {fmt(worst, 2)} {worst_name} | {cb['find_s']} ({budget}) | "
-              f"{fmt(bench_s, 2)} | {fmt(lg_find, 2)} |")
+              f"{fmt(bench_s, 2)} | {fmt(lg_find, 2) if lg else '-'} |")
 
 
 if __name__ == "__main__":

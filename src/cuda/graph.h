@@ -150,7 +150,7 @@ void cf_cudnn_plan_destroy(void *plan);
 
 /* Whether executions of the plan can be captured into a CUDA graph: -1 until a trial
  * capture says (algos.c makes one after a plan's first execution).  On the H200 engine
- * 28's executions broke every capture (cudaErrorStreamCaptureInvalidated). */
+ * 28 with knob 3 = 1 broke captures (cudaErrorStreamCaptureInvalidated). */
 int cf_cudnn_plan_capturable(const cf_cudnn_plan *plan);
 void cf_cudnn_plan_set_capturable(cf_cudnn_plan *plan, bool capturable);
 

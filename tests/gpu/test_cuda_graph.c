@@ -17,6 +17,11 @@
  *      capture, every later wait on it from another stream (Find's own) failed with
  *      cudaErrorCapturedEvent, and so did every candidate that needed a workspace: Find
  *      chose among the rest, down to cuda.direct.
+ *   4. Every configuration a Find measured for a conv1-like layer (f32 NCHW, 7x7 stride
+ *      2 over 3 channels; on the H200 engine 28 with knob 3 = 1 broke captures there),
+ *      forced, executed once outside a capture, then executed inside one: it must be
+ *      captured or refused with CONVFIND_ERR_UNSUPPORTED, and the capture must end
+ *      intact either way.
  * Exits 77 (skip) without a GPU.
  */
 #include <cuda_runtime.h>
@@ -77,6 +82,67 @@ static void *intrude(void *arg)
     in->status = convfind_execute_on_stream(in->plan, &in->t, in->stream);
     snprintf(in->message, sizeof in->message, "%s", convfind_last_error());
     return NULL;
+}
+
+/* Part 4: every measured configuration of a conv1-like problem is captured or cleanly
+ * refused.  Returns the number of failures. */
+static int capture_each(convfind_context *ctx, cudaStream_t s)
+{
+    convfind_conv_desc d;
+    convfind_conv_desc_init(&d);
+    d.x_rank = d.w_rank = 4;
+    const int64_t x[4] = {2, 3, 64, 64}, w[4] = {16, 3, 7, 7};
+    memcpy(d.x_dims, x, sizeof x);
+    memcpy(d.w_dims, w, sizeof w);
+    d.strides.count = 2;
+    d.strides.v[0] = d.strides.v[1] = 2;
+    d.pads.count = 4;
+    d.pads.v[0] = d.pads.v[1] = d.pads.v[2] = d.pads.v[3] = 3;
+    d.has_bias = 1;
+    d.activation = CONVFIND_ACT_RELU;
+    convfind_problem *p = gu_problem(&d);
+    static convfind_find_result r[CAP];
+    int n = 0, bad = 0, captured = 0, refused = 0;
+    gu_doing("Find on the conv1-like problem");
+    gu_check(convfind_find(ctx, p, r, CAP, &n), "Find (conv1-like)");
+    gu_data data;
+    gu_data_init(&data, &d, p, 11);
+    convfind_tensors t = gu_tensors(&data);
+    for (int i = 0; i < n && i < CAP; i++) {
+        convfind_plan *plan;
+        if (r[i].status != CONVFIND_CANDIDATE_OK ||
+            strncmp(r[i].algorithm, "cuda.cudnn:", 11) != 0 ||
+            convfind_plan_create_with_algorithm(ctx, p, r[i].algorithm, &plan) != CONVFIND_OK)
+            continue;
+        gu_doing("capturing %s", r[i].algorithm);
+        gu_check(convfind_execute_on_stream(plan, &t, s), "execute before the capture");
+        check_cuda(cudaStreamSynchronize(s), "synchronize");
+        check_cuda(cudaStreamBeginCapture(s, cudaStreamCaptureModeGlobal), "begin capture");
+        const convfind_status st = convfind_execute_on_stream(plan, &t, s);
+        char message[512];
+        snprintf(message, sizeof message, "%s", convfind_last_error());
+        cudaGraph_t g = NULL;
+        const cudaError_t ended = cudaStreamEndCapture(s, &g);
+        if (g)
+            cudaGraphDestroy(g);
+        cudaGetLastError();
+        if (ended != cudaSuccess || (st != CONVFIND_OK && st != CONVFIND_ERR_UNSUPPORTED)) {
+            printf("FAIL: %s: %s (%s), capture %s\n", r[i].algorithm, convfind_status_name(st),
+                   message, cudaGetErrorString(ended));
+            bad++;
+        } else if (st == CONVFIND_OK) {
+            captured++;
+        } else {
+            printf("refused inside a capture: %s\n", message);
+            refused++;
+        }
+        convfind_plan_destroy(plan);
+    }
+    printf("conv1-like configurations: %d captured, %d refused, %d broke the capture\n",
+           captured, refused, bad);
+    gu_data_free(&data);
+    convfind_problem_destroy(p);
+    return bad;
 }
 
 /* Status of `name` in results r[0..n), or -1 when absent. */
@@ -189,6 +255,8 @@ int main(void)
     expect(strcmp(after[0].algorithm, "cuda.direct") != 0 ||
                strcmp(before[0].algorithm, "cuda.direct") == 0,
            "Find after the capture chose a cuDNN configuration as a fresh context does");
+
+    failures += capture_each(ctx, s);
 
     cudaGraphExecDestroy(exec);
     cudaGraphDestroy(graph);
