@@ -25,8 +25,9 @@ static const char *const environment[][2] = {
     {"CONVFIND_SYSTEM_DB", "the read-only system database when --system-db is not given"},
     {"CONVFIND_ISA", "portable, avx2 or avx512: use at most this CPU instruction set"},
     {"CONVFIND_LOG", "info or debug: print every decision as it is made, on stderr"},
-    {"CONVFIND_CUDNN_SPLIT", "0: no 3xTF32 split configurations of cuDNN for strict f32"},
-    {"CONVFIND_CUDNN_RUNTIME_COMPILED", "0: no cuDNN engines that compile at run time"},
+    {"CONVFIND_CUDNN_RUNTIME_COMPILED", "0: no cuDNN engines that compile at run time; 1: "
+                                        "for every problem (default: grouped ones only)"},
+    {"CONVFIND_FIND_TRACE", "1: print where each Find's time goes, on stderr"},
     {"CONVFIND_CUDA_MODULE", "the CUDA backend module to load (default: beside the library, "
                              "then the install directory)"},
     {"CONVFIND_PYTHON", "the Python interpreter that reads .onnx models for `tune` "
