@@ -11,7 +11,9 @@
  * Every output belongs to exactly one phase, so it is written once, with its epilogue
  * (a phase with no taps, possible when the kernel is smaller than the stride, writes
  * the epilogue of zero).  Negative pads (output_shape) and output_padding only move
- * where a phase's grid starts and how long it is.
+ * where a phase's grid starts and how long it is.  Only phases that hold outputs are
+ * visited, at most one per output, so a huge stride whose gaps huge pads crop away costs
+ * no more than a small one.
  *
  * Weights are packed per group and phase (flipped and gathered once by pack_weights);
  * like every GEMM algorithm, an execution without matching packed weights packs them
@@ -46,13 +48,25 @@ typedef struct phase {
     size_t taps_sp, count_sp;
 } phase;
 
+/* Phases along axis a that hold outputs: one per stride residue, but no more than there
+ * are outputs (a stride beyond the output, as huge strides cropped by huge pads give,
+ * leaves the other residues empty). */
+static int64_t axis_phases(const cf_geom3 *g, int a)
+{
+    return g->stride[a] < g->out[a] ? g->stride[a] : g->out[a];
+}
+
+/* Phase `index` (row-major over the axes' axis_phases): along each axis, the residue of
+ * output `i`, phi = (i + pad) mod s, for i below axis_phases; each has outputs. */
 static phase phase_of(const cf_geom3 *g, size_t index)
 {
     phase ph;
     ph.taps_sp = ph.count_sp = 1;
     for (int a = 2; a >= 0; a--) {
-        int64_t s = g->stride[a], phi = (int64_t)(index % (size_t)s);
-        index /= (size_t)s;
+        int64_t s = g->stride[a], n = axis_phases(g, a);
+        int64_t i = (int64_t)(index % (size_t)n);
+        index /= (size_t)n;
+        int64_t phi = i + g->pad[a] - cf_floor_div(i + g->pad[a], s) * s;
         ph.phi[a] = phi;
         ph.taps[a] = g->k[a] > phi ? (g->k[a] - phi + s - 1) / s : 0;
         /* Outputs o = u*s + phi - pad with 0 <= o < out. */
@@ -65,9 +79,10 @@ static phase phase_of(const cf_geom3 *g, size_t index)
     return ph;
 }
 
+/* At most out_sp. */
 static size_t phase_count(const cf_geom3 *g)
 {
-    return (size_t)(g->stride[0] * g->stride[1] * g->stride[2]);
+    return (size_t)(axis_phases(g, 0) * axis_phases(g, 1) * axis_phases(g, 2));
 }
 
 static bool subpixel_applicable(const cf_problem *p)
@@ -306,7 +321,7 @@ static convfind_status subpixel_execute(const cf_problem *p, const void *state,
             for (size_t i = 0; i < phase_count(&g); i++) {
                 phase ph = phase_of(&g, i);
                 size_t kdim = cg * ph.taps_sp;
-                if (ph.count_sp > 0 && kdim > 0) {
+                if (kdim > 0) {
                     /* The phase as a stride-1 convolution over its output grid. */
                     for (int ax = 0; ax < 3; ax++) {
                         pj.g.in[ax] = g.in[ax];
@@ -324,8 +339,6 @@ static convfind_status subpixel_execute(const cf_problem *p, const void *state,
                 }
                 if (kdim > 0)
                     wg += cf_sgemm_packed_a_floats(kern, mg, kdim, NULL);
-                if (ph.count_sp == 0)
-                    continue;
                 oj.ph = &ph;
                 oj.cols = kdim > 0 ? cols : NULL;
                 cf_parallel_for(a->pool, mg, out_task, &oj);

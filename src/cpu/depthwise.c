@@ -11,7 +11,9 @@
  * inside L1 as part of one pass, so that planes of 7x7 or 14x14 fill every lane and
  * stride 2 costs no gathers; 3-D problems and rows too wide for that kernel's buffers
  * run plane by plane in place.  Weights are packed once per plan in blocks of CF_VL
- * channels (pack_weights), or per execution into the workspace without a plan.
+ * channels (pack_weights), or per execution into the workspace without a plan.  Padded
+ * inputs beyond cf_geom3_bounded (geom3.h) are left to the algorithms that index X
+ * directly.
  */
 
 #include "algo/algo.h"
@@ -40,7 +42,12 @@ static const cf_dw_kernels *dw_kernels(void)
 
 static bool dw_applicable(const cf_problem *p)
 {
-    return p->op == CONVFIND_OP_CONV && p->dtype == CONVFIND_DTYPE_F32 && p->group == p->c;
+    if (p->op != CONVFIND_OP_CONV || p->dtype != CONVFIND_DTYPE_F32 || p->group != p->c)
+        return false;
+    /* The NCHW plane kernel gathers through 32-bit lane offsets, the channel-block
+     * kernel stages padded rows. */
+    cf_geom3 s = cf_geom3_of(p);
+    return cf_geom3_bounded(&s);
 }
 
 /* Plans the NCHW channel-block kernel (depthwise.h) for CF_VL = vl: input rows of

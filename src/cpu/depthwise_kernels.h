@@ -1043,7 +1043,9 @@ DW_INLINE void dw_3x3_planes_act(const cf_dw_job *j, size_t first, size_t count,
                                  convfind_activation act)
 {
     const cf_problem *p = j->p;
-    if (j->s.stride[2] == 1) {
+    /* The problem's stride, not geom3's, which is 1 on an axis of one output (a stride-2
+     * row of 3 pixels), where the stride-1 kernel would take Y's planes for X's. */
+    if (p->stride[1] == 1) {
         dw_3x3s1_window_any(j, first, count, act);
         return;
     }

@@ -14,7 +14,8 @@
  * algorithm is meant for (reduction lengths of hundreds to thousands per output); Find
  * measures the rest.
  *
- * Conv only, f32, any kernel size, stride, dilation and asymmetric padding, 1-D to 3-D.
+ * Conv only, f32, any kernel size, stride, dilation and asymmetric padding, 1-D to 3-D,
+ * as long as the padded input stays within cf_geom3_bounded (geom3.h).
  * Grouped convolutions need whole blocks per group (channels per group multiples of 16,
  * which suits every ISA's block); group 1 takes any channel counts and pads them.
  * The ISA level is read at every execution, so forcing a level (tests) takes effect at
@@ -66,7 +67,7 @@ typedef struct dbk_geom {
     int vl;
     cf_geom3 s;
     bool flat;
-    bool flat_unit;            /* flat with unit strides: the input plane is the output plane */
+    bool flat_unit;            /* flat, every axis as long as its output: X's plane is Y's */
     int64_t groups, cbg, mbg;  /* groups, input / output blocks per group */
     int64_t cg, mg;            /* channels per group */
     int64_t ntaps;
@@ -100,7 +101,8 @@ static dbk_geom dbk_geom_of(const cf_problem *p, int vl)
         /* No padding at either end: every output reads a pixel of X. */
         g.flat = g.flat && g.s.k[a] == 1 && g.s.pad[a] == 0 &&
                  (g.s.out[a] - 1) * g.s.stride[a] < g.s.in[a];
-        g.flat_unit = g.flat_unit && g.s.stride[a] == 1;
+        /* Not stride 1: geom3 gives an axis of one output stride 1 whatever its input. */
+        g.flat_unit = g.flat_unit && g.s.in[a] == g.s.out[a];
     }
     g.flat_unit = g.flat_unit && g.flat;
     if (g.flat) {
@@ -111,15 +113,12 @@ static dbk_geom dbk_geom_of(const cf_problem *p, int vl)
         g.rs = out_sp * vl;
         g.rows = 1;
         g.row_len = out_sp;
-        /* Unit strides: the input plane is converted as one run. */
+        /* X's plane is Y's: converted as one run. */
         g.crows = g.flat_unit ? 1 : g.s.out[0] * g.s.out[1];
     } else {
-        int64_t ext[3];
-        for (int a = 0; a < 3; a++)
-            ext[a] = (g.s.out[a] - 1) * g.s.stride[a] + (g.s.k[a] - 1) * g.s.dil[a] + 1;
-        g.dp = ext[0];
-        g.hp = ext[1];
-        g.wq = (ext[2] + g.s.stride[2] - 1) / g.s.stride[2];
+        g.dp = cf_geom3_reach(&g.s, 0);
+        g.hp = cf_geom3_reach(&g.s, 1);
+        g.wq = (cf_geom3_reach(&g.s, 2) + g.s.stride[2] - 1) / g.s.stride[2];
         g.nph = g.s.stride[2];
         g.rs = g.nph * g.wq * vl;
         g.rows = g.s.out[0] * g.s.out[1];
@@ -149,6 +148,9 @@ static dbk_ws dbk_ws_of(const cf_problem *p, const dbk_geom *g)
 static bool dbk_applicable(const cf_problem *p)
 {
     if (p->op != CONVFIND_OP_CONV || p->dtype != CONVFIND_DTYPE_F32)
+        return false;
+    cf_geom3 s = cf_geom3_of(p);
+    if (!cf_geom3_bounded(&s)) /* the blocked input holds the padded rows */
         return false;
     if (p->group == 1)
         return true;

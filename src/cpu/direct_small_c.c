@@ -18,8 +18,8 @@
  * output, docs/performance.md), where reading stride-2 rows from X inside the tile, one
  * permute per vector and tap, measured no faster.
  *
- * Conv only, f32, 1-D to 3-D, any kernel size, stride, dilation and asymmetric padding,
- * NCHW and NHWC, any group count with at most DSC_MAX_CG input channels per group
+ * Conv only, f32, 1-D to 3-D, any kernel size, stride, dilation and asymmetric padding
+ * within cf_geom3_bounded (geom3.h), NCHW and NHWC, any group count with at most DSC_MAX_CG input channels per group
  * (depthwise excluded: cpu.depthwise has its own kernels).  The packed weights do not
  * depend on the ISA level, which is read at every execution.
  */
@@ -153,6 +153,9 @@ static dsc_ws dsc_ws_of(const cf_problem *p, const dsc_geom *g)
 static bool dsc_applicable(const cf_problem *p)
 {
     if (p->op != CONVFIND_OP_CONV || p->dtype != CONVFIND_DTYPE_F32)
+        return false;
+    cf_geom3 s = cf_geom3_of(p);
+    if (!cf_geom3_bounded(&s)) /* the staged rows hold the padding */
         return false;
     int64_t cg = cf_cin_per_group(p);
     return cg <= DSC_MAX_CG && !(cg == 1 && p->group > 1);

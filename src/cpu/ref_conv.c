@@ -44,7 +44,10 @@ static ref_strides ref_strides_of(convfind_layout layout, int64_t ch, const int6
 }
 
 /* The input position along axis `a` that kernel tap `k` reads for output position `o`,
- * or -1 when it reads padding (Conv) or no input feeds it (ConvTranspose). */
+ * or -1 when it reads padding (Conv) or no input feeds it (ConvTranspose).  Nothing here
+ * overflows for any problem validation accepts, however large its attributes: a Conv
+ * window lies inside the padded input (o * stride + k * dil < in + pads), and a
+ * ConvTranspose's o + pad_begin is below its unpadded output. */
 static int64_t ref_source(const cf_problem *p, int a, int64_t o, int64_t k)
 {
     if (p->op == CONVFIND_OP_CONV) {

@@ -8,7 +8,11 @@ multipliers), strides, dilations, explicit begin != end pads, all four auto_pad 
 (odd SAME totals included), kernel_shape given or not, output_padding (also with
 dilations, and at or above the stride where the dilation allows it), output_shape (also
 with auto_pad and with negative total padding), bias, residual Z with every activation,
-NCHW and NHWC.  The expected output is computed by an oracle:
+NCHW and NHWC.  A tenth of the cases take attributes near the int64 limits that still
+leave a few outputs (issue 16): strides up to 2^63 - 1 on short axes, pads of up to 2^61
+cropped by strides of the same size so that the outputs lie far apart, dilations of up
+to 2^60 whose taps straddle such pads, and ConvTranspose strides and dilations cropped
+by pads.  The expected output is computed by an oracle:
 
   onnxruntime       the CPU provider running a one-node model with the same attributes;
                     bias goes into the node, Z and the activation are applied in numpy
@@ -69,6 +73,8 @@ def resolve(op, ins, ks, attrs):
     onnx.reference: ConvTranspose with output_shape beyond the unpadded output and no
     auto_pad keeps pad_begin 0 (and is valid only up to stride - 1 beyond it)."""
     nsp = len(ins)
+    if not _fits_int64(op, ins, ks, attrs):
+        return None
     s = attrs.get("strides", [1] * nsp)
     d = attrs.get("dilations", [1] * nsp)
     ap = attrs.get("auto_pad", "NOTSET")
@@ -115,6 +121,30 @@ def resolve(op, ins, ks, attrs):
     return out, pb, pe
 
 
+INT64_MAX = 2**63 - 1
+
+
+def _fits_int64(op, ins, ks, attrs):
+    """Whether the sizes resolve() goes through fit int64, as convfind computes
+    them (it reports CONVFIND_ERR_OVERFLOW otherwise): the kernel extent, and Conv's
+    padded input or ConvTranspose's unpadded output and SAME output."""
+    nsp = len(ins)
+    s = attrs.get("strides", [1] * nsp)
+    d = attrs.get("dilations", [1] * nsp)
+    pads = attrs.get("pads", [0] * 2 * nsp)
+    opad = attrs.get("output_padding", [0] * nsp)
+    same = attrs.get("auto_pad", "NOTSET") in SAME and "output_shape" not in attrs
+    for a in range(nsp):
+        ext = (ks[a] - 1) * d[a] + 1
+        if op == "Conv":
+            sizes = [ext, ins[a] + pads[a] + pads[a + nsp]]
+        else:
+            sizes = [ext, s[a] * (ins[a] - 1) + ext + opad[a], ins[a] * s[a] if same else 0]
+        if max(sizes) > INT64_MAX:
+            return False
+    return True
+
+
 # --------------------------------------------------------------------------- generator
 
 def _pick(rng, choices, p=None):
@@ -137,7 +167,8 @@ def draw_case(index):
 
 
 def _draw(rng):
-    geometry = _layer_geometry if rng.random() < 0.2 else _any_geometry
+    u = rng.random()
+    geometry = _layer_geometry if u < 0.2 else _extreme_geometry if u < 0.3 else _any_geometry
     case = geometry(rng)
     case.update({
         "n": int(rng.integers(1, 4)), "layout": _pick(rng, ["NCHW", "NHWC"]),
@@ -180,16 +211,20 @@ def _layer_geometry(rng):
             "in": _ints(rng, 4, 12, 2), "k": [k, k], "ext": [k, k], "attrs": attrs}
 
 
+def _channels(rng):
+    """Kind of grouping, groups, and input and output channels per group."""
+    kind = _pick(rng, ["plain", "grouped", "depthwise"], [0.5, 0.25, 0.25])
+    if kind == "plain":
+        return kind, 1, int(rng.integers(1, 5)), int(rng.integers(1, 5))
+    if kind == "grouped":
+        return kind, int(rng.integers(2, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
+    return kind, int(rng.integers(2, 5)), 1, int(rng.integers(1, 4))
+
+
 def _any_geometry(rng):
     op = _pick(rng, ["Conv", "ConvTranspose"])
     nsp = _pick(rng, [1, 2, 3], [0.3, 0.45, 0.25])
-    kind = _pick(rng, ["plain", "grouped", "depthwise"], [0.5, 0.25, 0.25])
-    if kind == "plain":
-        g, cg, mg = 1, int(rng.integers(1, 5)), int(rng.integers(1, 5))
-    elif kind == "grouped":
-        g, cg, mg = int(rng.integers(2, 4)), int(rng.integers(1, 4)), int(rng.integers(1, 4))
-    else:
-        g, cg, mg = int(rng.integers(2, 5)), 1, int(rng.integers(1, 4))
+    kind, g, cg, mg = _channels(rng)
     ins = _ints(rng, 1, {1: 12, 2: 7, 3: 5}[nsp], nsp)
     ks = _ints(rng, 1, {1: 5, 2: 4, 3: 3}[nsp], nsp)
     s = _ints(rng, 1, 3, nsp) if rng.random() < 0.6 else [1] * nsp
@@ -219,6 +254,104 @@ def _any_geometry(rng):
             attrs["output_shape"] = [f - int(rng.integers(l, e)) for f, l, e in zip(full, lo, ext)]
     if explicit_pads:
         attrs["pads"] = [int(rng.integers(0, e + 1)) for e in ext + ext]
+    return {"op": op, "nsp": nsp, "g": g, "c": g * cg, "m": g * mg, "kind": kind,
+            "in": ins, "k": ks, "ext": ext, "attrs": attrs}
+
+
+def _huge(rng, lo, hi):
+    """A value from 2^lo to 2^hi: a power of two, the int64 maximum (when hi is 63), or
+    anything between."""
+    e = int(rng.integers(lo, hi + 1))
+    r = rng.random()
+    if r < 0.3:
+        return min(2**e, INT64_MAX)
+    if r < 0.4 and hi == 63:
+        return INT64_MAX
+    return 2**(e - 1) + int(rng.integers(0, 2**(e - 1)))
+
+
+def _extreme_conv_axis(rng, mode):
+    """(in, k, stride, dilation, pad_begin, pad_end) of one Conv axis in `mode`; each
+    leaves a few outputs, some of whose windows reach the input."""
+    k, d = int(rng.integers(1, 4)), int(rng.integers(1, 3))
+    ins = int(rng.integers(1, 7))
+    ext = (k - 1) * d + 1
+    if mode == "stride":  # one output, whatever the stride
+        pb = int(rng.integers(0, ext))
+        pe = int(rng.integers(0, ext))
+        return max(ins, ext - pb - pe), k, _huge(rng, 31, 63), d, pb, pe
+    if mode == "pads":  # outputs 2^33..2^59 apart, one window over the input's start
+        s, n = _huge(rng, 33, 59), int(rng.integers(1, 5))
+        hit = int(rng.integers(0, n))
+        pb = hit * s + int(rng.integers(0, ext))
+        pe = (n - 1 - hit) * s + int(rng.integers(0, ext))
+        return max(ins, ext - pb - pe), k, s, d, pb, pe
+    # "dilation": taps 2^31..2^60 apart, one of them over the input, the rest padding
+    k = int(rng.integers(2, 4))
+    d = _huge(rng, 31, 60)
+    ext = (k - 1) * d + 1
+    pb = max(0, int(rng.integers(0, k)) * d - int(rng.integers(0, ins)))
+    pe = max(0, ext - ins - pb) + int(rng.integers(0, 3))
+    s = _pick(rng, [1, 2, _huge(rng, 31, 62)])
+    return ins, k, s, d, pb, pe
+
+
+def _extreme_convt_axis(rng, mode):
+    """(in, k, stride, dilation, pad_begin, pad_end, output_padding) of one ConvTranspose
+    axis in `mode`, cropped by its pads to a few outputs; output_padding stays below the
+    stride (above it the window oracle would need the uncropped output)."""
+    k = int(rng.integers(1, 4))
+    if mode == "stride":  # one input pixel, so the stride multiplies only 0
+        s, d = _huge(rng, 31, 63), int(rng.integers(1, 3))
+        opad = int(rng.integers(0, 4))
+        full = (k - 1) * d + 1 + opad
+        pb = int(rng.integers(0, full))
+        return 1, k, s, d, pb, int(rng.integers(0, full - pb)), opad
+    if mode == "pads":  # 2 or 3 inputs 2^31..2^61 apart, pads keep a few outputs
+        ins, s, d = int(rng.integers(2, 4)), _huge(rng, 31, 61), 1
+        opad = int(rng.integers(0, 3))
+        pb = max(0, int(rng.integers(0, ins)) * s - int(rng.integers(0, 3)))
+    else:  # "dilation": taps 2^31..2^60 apart, pads keep a few outputs near one of them
+        ins, s, d = int(rng.integers(1, 3)), int(rng.integers(1, 3)), _huge(rng, 31, 60)
+        opad = int(rng.integers(0, s))
+        pb = max(0, int(rng.integers(0, k)) * d - int(rng.integers(0, 2)))
+    full = s * (ins - 1) + (k - 1) * d + 1 + opad
+    pb = min(pb, full - 1)
+    pe = max(0, full - pb - int(rng.integers(1, 6)))
+    return ins, k, s, d, pb, pe, opad
+
+
+def _extreme_geometry(rng):
+    """Attributes near the int64 limits on some axes (the modes above), small ones on the
+    others; explicit pads, or auto_pad where no axis needs large pads."""
+    op = _pick(rng, ["Conv", "ConvTranspose"], [0.65, 0.35])
+    nsp = _pick(rng, [1, 2, 3], [0.35, 0.5, 0.15])
+    kind, g, cg, mg = _channels(rng)
+    modes = [_pick(rng, ["normal", "stride", "pads", "dilation"], [0.3, 0.3, 0.2, 0.2])
+             for _ in range(nsp)]
+    if modes.count("normal") == nsp:
+        modes[int(rng.integers(0, nsp))] = "stride"
+    axes = []
+    for mode in modes:
+        if mode == "normal":
+            k, ins, s = int(rng.integers(1, 4)), int(rng.integers(3, 7)), int(rng.integers(1, 3))
+            axes.append((ins, k, s, 1, int(rng.integers(0, k)), int(rng.integers(0, k)),
+                         int(rng.integers(0, s))))
+        elif op == "Conv":
+            axes.append(_extreme_conv_axis(rng, mode) + (0,))
+        else:
+            axes.append(_extreme_convt_axis(rng, mode))
+    ins, ks, s, d, pb, pe, opad = (list(v) for v in zip(*axes))
+    attrs = {"strides": s, "dilations": d, "pads": pb + pe}
+    if g > 1:
+        attrs["group"] = g
+    if op == "ConvTranspose" and any(opad):
+        attrs["output_padding"] = opad
+    if op == "Conv" and "pads" not in modes and "dilation" not in modes and \
+            rng.random() < 0.3:
+        del attrs["pads"]
+        attrs["auto_pad"] = _pick(rng, ["SAME_UPPER", "SAME_LOWER", "VALID"])
+    ext = [(k - 1) * dd + 1 for k, dd in zip(ks, d)]
     return {"op": op, "nsp": nsp, "g": g, "c": g * cg, "m": g * mg, "kind": kind,
             "in": ins, "k": ks, "ext": ext, "attrs": attrs}
 
@@ -399,6 +532,10 @@ def tags(case, kind, why):
         t.append(f"output_shape with auto_pad={ap}")
     if min(case["pb"] + case["pe"]) < 0:
         t.append("negative pads")
+    for name, values in (("stride", a.get("strides", [])), ("dilation", a.get("dilations", [])),
+                         ("pad", case["pb"] + case["pe"])):
+        if max(values, default=0) >= 2**31:
+            t.append(f"{case['op']} {name} >= 2^31")
     return t
 
 
@@ -413,7 +550,9 @@ REQUIRED_TAGS = [
     "output_shape with auto_pad=VALID", "negative pads",
 ] + [f"{op} auto_pad={ap}" for op in ("Conv", "ConvTranspose")
      for ap in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")] \
-  + [f"residual + {act}" for act in ACTIVATIONS]
+  + [f"residual + {act}" for act in ACTIVATIONS] \
+  + [f"{op} {name} >= 2^31" for op in ("Conv", "ConvTranspose")
+     for name in ("stride", "dilation", "pad")]
 
 
 def describe(index, case):

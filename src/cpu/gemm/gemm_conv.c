@@ -218,12 +218,14 @@ static bool patches_are_x(const cf_problem *p)
 /* Whether a Conv's patches read a phase-split copy of X (patches.h): NCHW with a stride
  * along the rows and several taps along them, where each X element would otherwise be
  * gathered once per tap (conv1 of ResNet-50: 7 taps at stride 2).  With one tap (a
- * strided 1x1) the split would copy all of X to use a part of it once. */
+ * strided 1x1) the split would copy all of X to use a part of it once; with a stride
+ * longer than the row, each phase would hold one pixel at most (and a row of phases
+ * could outgrow memory). */
 static bool split_x(const cf_problem *p)
 {
     cf_geom3 g = cf_geom3_of(p);
     return p->op == CONVFIND_OP_CONV && p->layout == CONVFIND_LAYOUT_NCHW && g.stride[2] > 1 &&
-           g.k[2] > 1;
+           g.stride[2] <= g.in[2] && g.k[2] > 1;
 }
 
 /* Floats of one channel of X in phase-split form. */

@@ -63,14 +63,17 @@ void cf_patch_panel(void *arg, size_t panel)
         for (size_t kk = 0; kk < kdim; kk++)
             memset(dst + kk * width + np, 0, (width - np) * sizeof(float));
 
-    const int64_t xs2 = j->xs[2] * g->stride[2]; /* X step between adjacent output columns */
+    /* X step between adjacent output columns.  At a stride of the row's length or more
+     * no two columns read X (and the product might not fit). */
+    const int64_t xs2 = g->stride[2] < g->in[2] ? j->xs[2] * g->stride[2] : 0;
     size_t tap = 0;
     for (int64_t t0 = 0; t0 < g->k[0]; t0++)
     for (int64_t t1 = 0; t1 < g->k[1]; t1++)
     for (int64_t t2 = 0; t2 < g->k[2]; t2++, tap++) {
         int64_t shift2 = t2 * g->dil[2] - g->pad[2]; /* i2 = o2 * stride + shift2 */
-        /* Output columns o2 in [o2_lo, o2_hi) have 0 <= o2 * stride + shift2 < in[2]. */
-        const int64_t o2_lo = cf_floor_div(-shift2 + g->stride[2] - 1, g->stride[2]);
+        /* Output columns o2 in [o2_lo, o2_hi) have 0 <= o2 * stride + shift2 < in[2];
+         * o2_lo = ceil(-shift2 / stride), without a sum that a huge stride overflows. */
+        const int64_t o2_lo = -cf_floor_div(shift2, g->stride[2]);
         const int64_t o2_hi = cf_floor_div(g->in[2] - 1 - shift2, g->stride[2]) + 1;
         for (size_t sgi = 0; sgi < nseg; sgi++) {
             const row_seg *sg = &seg[sgi];
