@@ -29,7 +29,7 @@
 #include "cpu/gemm/patches.h"
 #include "cpu/gemm/sgemm.h"
 #include "cpu/geom3.h"
-#include "cpu/isa.h"
+#include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
 #include "problem/shape.h"
 #include "util/error.h"
@@ -162,8 +162,8 @@ static ws_layout layout_of(const cf_problem *p)
         umax = ph.count_sp > umax ? ph.count_sp : umax;
     }
     kmax = cf_ws_mul(&ws, kmax, cg);
-    for (int level = 0; level <= (int)cf_isa_machine(); level++) {
-        const cf_sgemm_kernel *kern = cf_sgemm_kernel_for((cf_isa)level);
+    for (int level = 0; level < CF_ISA_COUNT; level++) {
+        const cf_sgemm_kernel *kern = cf_kernel_table_for((cf_isa)level)->sgemm;
         size_t f = group_floats(p, kern, &l.overflow);
         wf = f > wf ? f : wf;
         f = cf_sgemm_packed_b_floats(kern, kmax, umax, &l.overflow);
@@ -198,7 +198,7 @@ static convfind_status subpixel_pack_weights(const cf_problem *p, const void *st
     if (packed == NULL || w == NULL)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL", w ? "packed" : "w");
     *packed = NULL;
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
     ws_layout l = layout_of(p);
     bool overflow = l.overflow;
     size_t gf = group_floats(p, kern, &overflow);
@@ -277,7 +277,7 @@ static convfind_status subpixel_execute(const cf_problem *p, const void *state,
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE,
                        "sub-pixel ConvTranspose needs %zu workspace bytes, got %zu", l.bytes,
                        a->workspace ? a->workspace_size : 0);
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
     char *ws = a->workspace;
     const packed_header *h = a->packed_w;
     const float *wpk;

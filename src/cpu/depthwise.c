@@ -18,27 +18,12 @@
 
 #include "algo/algo.h"
 #include "cpu/depthwise.h"
-#include "cpu/isa.h"
+#include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
 #include "util/threadpool.h"
 
 #include <stdlib.h>
-
-static const cf_dw_kernels *dw_kernels(void)
-{
-#if defined(__x86_64__)
-    switch (cf_isa_active()) {
-    case CF_ISA_AVX512F:
-        return &cf_dw_avx512;
-    case CF_ISA_AVX2_FMA:
-        return &cf_dw_avx2;
-    default:
-        break;
-    }
-#endif
-    return &cf_dw_portable;
-}
 
 static bool dw_applicable(const cf_problem *p)
 {
@@ -212,7 +197,7 @@ static convfind_status dw_pack_weights(const cf_problem *p, const void *state, c
 {
     (void)state;
     *packed = NULL;
-    int vl = dw_kernels()->vl;
+    int vl = cf_kernel_table_active()->depthwise->vl;
     size_t floats = dw_packed_floats(p, vl);
     dw_packed *pk = malloc(sizeof *pk);
     float *data = aligned_alloc(64, (floats * sizeof(float) + 63) & ~(size_t)63);
@@ -277,7 +262,7 @@ static convfind_status dw_execute(const cf_problem *p, const void *state, const 
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE, "cpu.depthwise needs %zu bytes of workspace, "
                        "got %zu", ws.total.bytes, a->workspace_size);
     char *base = a->workspace;
-    const cf_dw_kernels *k = dw_kernels();
+    const cf_dw_kernels *k = cf_kernel_table_active()->depthwise;
     int vl = k->vl;
     bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
     int64_t threads = cf_threadpool_size(a->pool);
@@ -359,7 +344,7 @@ static convfind_status dw_3x3_execute(const cf_problem *p, const void *state,
 {
     (void)state;
     cf_dw_job j = dw_job_of(p, a);
-    dw_run run = {.run = dw_kernels()->nchw_3x3, .j = &j};
+    dw_run run = {.run = cf_kernel_table_active()->depthwise->nchw_3x3, .j = &j};
     dw_run_units(a->pool, &run, (size_t)(p->n * p->m), (size_t)p->out_sp);
     return CONVFIND_OK;
 }

@@ -80,6 +80,7 @@ typedef struct cf_dw_kernels {
     int vl; /* CF_VL of these kernels: the channel block, and the packed weights' block */
 } cf_dw_kernels;
 
+/* Each level's kernels (cpu/kernel_table.h picks among them). */
 extern const cf_dw_kernels cf_dw_avx512, cf_dw_avx2, cf_dw_portable;
 
 #endif /* CONVFIND_CPU_DEPTHWISE_H */

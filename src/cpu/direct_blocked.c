@@ -32,29 +32,12 @@
 #include "algo/algo.h"
 #include "cpu/direct_blocked.h"
 #include "cpu/geom3.h"
-#include "cpu/isa.h"
+#include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
 
 /* Channel count of groups > 1 must be a multiple of this (every ISA's block divides it). */
 #define DBK_GROUP_ALIGN 16
-
-const cf_dbk_kernels *cf_dbk_kernels_for(cf_isa isa)
-{
-#if defined(__x86_64__)
-    switch (isa) {
-    case CF_ISA_AVX512F:
-        return &cf_dbk_avx512;
-    case CF_ISA_AVX2_FMA:
-        return &cf_dbk_avx2;
-    default:
-        break;
-    }
-#endif
-    return &cf_dbk_portable;
-}
-
-static const cf_dbk_kernels *dbk_kernels(void) { return cf_dbk_kernels_for(cf_isa_active()); }
 
 /* Everything about the blocked layouts that follows from the problem and VL.
  *
@@ -160,11 +143,10 @@ static bool dbk_applicable(const cf_problem *p)
 
 static convfind_status dbk_workspace(const cf_problem *p, size_t *bytes)
 {
-    /* The active level may change between planning and executing: size for every VL. */
+    /* The active level may change between planning and executing: size for every level. */
     size_t most = 0;
-    const int vls[3] = {4, 8, 16};
-    for (int i = 0; i < 3; i++) {
-        dbk_geom g = dbk_geom_of(p, vls[i]);
+    for (int level = 0; level < CF_ISA_COUNT; level++) {
+        dbk_geom g = dbk_geom_of(p, cf_kernel_table_for((cf_isa)level)->direct_blocked->vl);
         dbk_ws w = dbk_ws_of(p, &g);
         if (w.total.overflow)
             return cf_fail(CONVFIND_ERR_OVERFLOW,
@@ -221,7 +203,7 @@ static convfind_status dbk_pack_weights(const cf_problem *p, const void *state, 
 {
     (void)state;
     *packed = NULL;
-    dbk_geom g = dbk_geom_of(p, dbk_kernels()->vl);
+    dbk_geom g = dbk_geom_of(p, cf_kernel_table_active()->direct_blocked->vl);
     dbk_ws ws = dbk_ws_of(p, &g);
     if (ws.total.overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.direct_blocked packed weights for %lld x %lld "
@@ -489,7 +471,7 @@ static void dbk_choose_tile(const cf_dbk_kernels *k, const dbk_geom *g, int *nb_
 static convfind_status dbk_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
 {
     (void)state;
-    const cf_dbk_kernels *k = dbk_kernels();
+    const cf_dbk_kernels *k = cf_kernel_table_active()->direct_blocked;
     dbk_geom g = dbk_geom_of(p, k->vl);
     dbk_ws ws = dbk_ws_of(p, &g);
     const dbk_packed *pk = a->packed_w;

@@ -62,10 +62,8 @@ typedef struct cf_dbk_kernels {
                      int64_t nph);
 } cf_dbk_kernels;
 
+/* Each level's tile kernels (cpu/kernel_table.h picks among them); also the Winograd
+ * algorithms' batched products. */
 extern const cf_dbk_kernels cf_dbk_avx512, cf_dbk_avx2, cf_dbk_portable;
-
-/* The tile kernels of ISA level `isa` (portable on other architectures).  Also used by
- * the Winograd algorithms for their batched products.  Static storage. */
-const cf_dbk_kernels *cf_dbk_kernels_for(cf_isa isa);
 
 #endif /* CONVFIND_CPU_DIRECT_BLOCKED_H */

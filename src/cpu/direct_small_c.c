@@ -30,7 +30,7 @@
 #include "algo/algo.h"
 #include "cpu/direct_small_c.h"
 #include "cpu/geom3.h"
-#include "cpu/isa.h"
+#include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
 
@@ -54,21 +54,6 @@
  * that a thread that starts late or is slowed down by others does fewer; at most
  * DSC_SLOTS tasks, which bounds the workspace. */
 #define DSC_SLOTS 64
-
-static const cf_dsc_kernels *dsc_kernels(void)
-{
-#if defined(__x86_64__)
-    switch (cf_isa_active()) {
-    case CF_ISA_AVX512F:
-        return &cf_dsc_avx512;
-    case CF_ISA_AVX2_FMA:
-        return &cf_dsc_avx2;
-    default:
-        break;
-    }
-#endif
-    return &cf_dsc_portable;
-}
 
 /* Everything about the staged layout and the task split; independent of the ISA, so
  * workspace() sizes every level at once. */
@@ -378,7 +363,7 @@ static int dsc_choose_tile(const cf_dsc_kernels *k, const dsc_geom *g)
 static convfind_status dsc_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
 {
     (void)state;
-    const cf_dsc_kernels *k = dsc_kernels();
+    const cf_dsc_kernels *k = cf_kernel_table_active()->direct_small_c;
     dsc_geom g = dsc_geom_of(p);
     dsc_ws ws = dsc_ws_of(p, &g);
     if (ws.total.overflow)

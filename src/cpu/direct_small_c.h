@@ -79,6 +79,7 @@ typedef struct cf_dsc_kernels {
                   int64_t b);
 } cf_dsc_kernels;
 
+/* Each level's kernels (cpu/kernel_table.h picks among them). */
 extern const cf_dsc_kernels cf_dsc_avx512, cf_dsc_avx2, cf_dsc_portable;
 
 #endif /* CONVFIND_CPU_DIRECT_SMALL_C_H */

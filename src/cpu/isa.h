@@ -3,7 +3,8 @@
  *
  * One binary runs on any x86-64 (and builds on other architectures): kernels for wider
  * instruction sets live in their own files compiled with per-file flags, and are only
- * called when cf_isa_active() allows it.  Detection uses libcpuinfo once per process
+ * called from the kernel table of the level cf_isa_active() allows (cpu/kernel_table.h).
+ * Detection uses libcpuinfo once per process
  * (pthread_once); everything here is thread-safe and cheap enough to call per execution.
  *
  * Forcing a lower level, so that every kernel path can be tested on one machine:

@@ -23,28 +23,10 @@
 
 #include "algo/algo.h"
 #include "cpu/direct_blocked.h"
-#include "cpu/isa.h"
+#include "cpu/kernel_table.h"
 #include "cpu/winograd.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
-
-/* The transform kernels of tile size mt (2, 4 or 6) at `isa`. */
-static const cf_wg_kernels *wg_kernels(int mt, cf_isa isa)
-{
-    static const cf_wg_kernels *const portable[3] = {&cf_wg2_portable, &cf_wg4_portable,
-                                                     &cf_wg6_portable};
-#if defined(__x86_64__)
-    static const cf_wg_kernels *const avx2[3] = {&cf_wg2_avx2, &cf_wg4_avx2, &cf_wg6_avx2};
-    static const cf_wg_kernels *const avx512[3] = {&cf_wg2_avx512, &cf_wg4_avx512,
-                                                   &cf_wg6_avx512};
-    if (isa == CF_ISA_AVX512F)
-        return avx512[mt / 2 - 1];
-    if (isa == CF_ISA_AVX2_FMA)
-        return avx2[mt / 2 - 1];
-#endif
-    (void)isa;
-    return portable[mt / 2 - 1];
-}
 
 /* G of F(2x2,3x3), F(4x4,3x3) and F(6x6,3x3), alpha x 3. */
 static const double wg_g2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
@@ -119,11 +101,10 @@ static wg_ws wg_ws_of(const cf_problem *p, const cf_wg_job *j)
 
 static convfind_status wg_workspace(const cf_problem *p, size_t *bytes, int mt)
 {
-    /* The level may change before execution: size for every vector length. */
+    /* The level may change before execution: size for every level's vector length. */
     size_t most = 0;
-    const int vls[3] = {4, 8, 16};
-    for (int i = 0; i < 3; i++) {
-        cf_wg_job j = wg_job_of(p, mt, vls[i]);
+    for (int level = 0; level < CF_ISA_COUNT; level++) {
+        cf_wg_job j = wg_job_of(p, mt, cf_kernel_table_for((cf_isa)level)->direct_blocked->vl);
         wg_ws w = wg_ws_of(p, &j);
         if (w.total.overflow)
             return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.winograd_f%dx3 workspace for %lld x %lld "
@@ -186,7 +167,7 @@ static void wg_pack(const cf_problem *p, const cf_wg_job *j, const float *w, flo
 static convfind_status wg_pack_weights(const cf_problem *p, const void *w, void **packed, int mt)
 {
     *packed = NULL;
-    cf_wg_job j = wg_job_of(p, mt, cf_dbk_kernels_for(cf_isa_active())->vl);
+    cf_wg_job j = wg_job_of(p, mt, cf_kernel_table_active()->direct_blocked->vl);
     wg_ws ws = wg_ws_of(p, &j);
     if (ws.total.overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.winograd_f%dx3 packed weights do not fit", mt);
@@ -336,9 +317,9 @@ static void wg_choose_tile(const cf_dbk_kernels *dk, const cf_wg_job *j, int *nb
 
 static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, int mt)
 {
-    cf_isa isa = cf_isa_active();
-    const cf_dbk_kernels *dk = cf_dbk_kernels_for(isa);
-    const cf_wg_kernels *k = wg_kernels(mt, isa);
+    const cf_kernel_table *kt = cf_kernel_table_active();
+    const cf_dbk_kernels *dk = kt->direct_blocked;
+    const cf_wg_kernels *k = kt->winograd[mt / 2 - 1];
     cf_wg_job j = wg_job_of(p, mt, k->vl);
     wg_ws ws = wg_ws_of(p, &j);
     if (ws.total.overflow)

@@ -52,6 +52,7 @@ typedef struct cf_wg_kernels {
     void (*output)(const cf_wg_job *j, size_t task);
 } cf_wg_kernels;
 
+/* Each level's transforms per tile size (cpu/kernel_table.h picks among them). */
 extern const cf_wg_kernels cf_wg2_avx512, cf_wg2_avx2, cf_wg2_portable;
 extern const cf_wg_kernels cf_wg4_avx512, cf_wg4_avx2, cf_wg4_portable;
 extern const cf_wg_kernels cf_wg6_avx512, cf_wg6_avx2, cf_wg6_portable;

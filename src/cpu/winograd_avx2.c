@@ -1,6 +1,6 @@
 /*
  * winograd_avx2.c - the Winograd transforms for AVX2 + FMA (flags set per file in CMakeLists.txt).
- * Empty on other architectures; the driver only calls it when cf_isa_active() allows.
+ * Empty on other architectures; cpu/kernel_table.c lists it only where the machine runs it.
  */
 #if defined(__x86_64__)
 #define CF_SIMD_AVX2

@@ -23,6 +23,7 @@
 #include "cpu/epilogue.h"
 #include "cpu/gemm/sgemm.h"
 #include "cpu/isa.h"
+#include "cpu/kernel_table.h"
 
 static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
 
@@ -140,7 +141,7 @@ static void for_each_level(void (*body)(cf_threadpool *pool), cf_threadpool *poo
     for (int level = 0; level <= (int)cf_isa_machine(); level++) {
         assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
         assert_int_equal(cf_isa_active(), level);
-        assert_true(cf_sgemm_kernel_for((cf_isa)level)->isa <= (cf_isa)level);
+        assert_true(cf_kernel_table_for((cf_isa)level)->sgemm->isa <= (cf_isa)level);
         body(pool);
     }
     cf_isa_unforce();
@@ -255,7 +256,7 @@ static void test_long_k_sliced(void **state)
 static void check_in_place_kern(size_t m, size_t n, size_t k, bool a_in_place, bool c_cols,
                                 int variant, cf_threadpool *pool)
 {
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
     if (variant == 7 && kern->mr7 != NULL)
         kern = kern->mr7;
     if (variant == 14 && kern->mr14 != NULL)
@@ -481,7 +482,7 @@ static void test_isa_levels_and_caches(void **state)
     assert_true(cs->l1d >= 4096 && cs->l2 >= cs->l1d && cs->l3 >= cs->l2);
     assert_non_null(cf_cpu_name());
     for (int level = 0; level < CF_ISA_COUNT; level++) {
-        const cf_sgemm_kernel *kern = cf_sgemm_kernel_for((cf_isa)level);
+        const cf_sgemm_kernel *kern = cf_kernel_table_for((cf_isa)level)->sgemm;
         assert_true(kern->mr >= 1 && kern->mr <= CF_SGEMM_MR_MAX);
         assert_true(kern->nr >= 1 && kern->nr <= CF_SGEMM_NR_MAX);
     }

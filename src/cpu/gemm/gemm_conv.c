@@ -15,7 +15,7 @@
 #include "cpu/gemm/patches.h"
 #include "cpu/gemm/sgemm.h"
 #include "cpu/geom3.h"
-#include "cpu/isa.h"
+#include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
 
@@ -48,7 +48,7 @@ static const cf_sgemm_kernel *pixel_rows_kernel(const cf_problem *p, const cf_sg
  * fewer FMAs and the kernel stores column-major tiles itself (trans_c).  Rows round up to
  * MR and columns to half a panel (a vector), so a 7x7 map computes 49 pixel rows (7-row
  * kernel) instead of 64 pixel columns.  The 5% margin pays for the transposed store.
- * `kern` is the level's kernel (cf_sgemm_kernel_for), never its 7-row variant. */
+ * `kern` is the level's kernel (cf_kernel_table's sgemm), never its 7-row variant. */
 static bool pixels_as_rows(const cf_problem *p, const cf_sgemm_kernel *kern)
 {
     if (p->op != CONVFIND_OP_CONV)
@@ -102,8 +102,8 @@ static size_t operand_floats(const cf_sgemm_kernel *kern, const w_operand *o, bo
 static size_t operand_floats_max(const cf_problem *p, const w_operand *o, bool *overflow)
 {
     size_t most = 0;
-    for (int level = 0; level <= (int)cf_isa_machine(); level++) {
-        const cf_sgemm_kernel *kern = cf_sgemm_kernel_for((cf_isa)level);
+    for (int level = 0; level < CF_ISA_COUNT; level++) {
+        const cf_sgemm_kernel *kern = cf_kernel_table_for((cf_isa)level)->sgemm;
         w_operand wo = p ? weight_operand(p, kern) : *o;
         size_t f = wo.as_a ? 0 : operand_floats(kern, &wo, overflow);
         most = f > most ? f : most;
@@ -130,7 +130,7 @@ static convfind_status pack_weights(const cf_problem *p, const void *w, void **p
     if (packed == NULL || w == NULL)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL", w ? "packed" : "w");
     *packed = NULL;
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
     w_operand o = weight_operand(p, kern);
     bool overflow = false;
     size_t gf = operand_floats(kern, &o, &overflow);
@@ -411,7 +411,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
     convfind_status st = check_args(p, a, allow_in_place, &l);
     if (st != CONVFIND_OK)
         return st;
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
     char *ws = a->workspace;
     /* The workspace is NULL when a 1x1 reads both operands in place. */
     const weights_src wsrc = weights_for(kern, p, a, ws ? (float *)(ws + l.weights) : NULL);
@@ -606,7 +606,7 @@ convfind_status cf_gemm_convt_execute(const cf_problem *p, const void *state,
     convfind_status st = check_args(p, a, false, &l);
     if (st != CONVFIND_OK)
         return st;
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(cf_isa_active());
+    const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
     char *ws = a->workspace;
     const weights_src wsrc = weights_for(kern, p, a, (float *)(ws + l.weights));
     float *xpk = (float *)(ws + l.panels), *cols = (float *)(ws + l.cols);

@@ -16,25 +16,12 @@
 #include <string.h>
 
 #include "cpu/epilogue.h"
-#include "cpu/gemm/sgemm_kernels.h"
+#include "cpu/kernel_table.h"
 #include "util/error.h"
 
 /* Largest K slice (choose_kc keeps to it): bounds the stack copy of a partial A panel
  * (70 KB with the 14-row kernel). */
 #define KC_LIMIT 1280
-
-const cf_sgemm_kernel *cf_sgemm_kernel_for(cf_isa isa)
-{
-#if CF_SGEMM_HAVE_X86
-    if (isa >= CF_ISA_AVX512F)
-        return &cf_sgemm_kernel_avx512;
-    if (isa >= CF_ISA_AVX2_FMA)
-        return &cf_sgemm_kernel_avx2;
-#else
-    (void)isa;
-#endif
-    return &cf_sgemm_kernel_portable;
-}
 
 static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
@@ -441,7 +428,7 @@ void cf_sgemm_compute(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
 
 convfind_status cf_sgemm_workspace(cf_isa isa, size_t m, size_t n, size_t k, size_t *bytes)
 {
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(isa);
+    const cf_sgemm_kernel *kern = cf_kernel_table_for(isa)->sgemm;
     bool overflow = false;
     size_t fa = cf_sgemm_packed_a_floats(kern, m, k, &overflow);
     size_t fb = cf_sgemm_packed_b_floats(kern, k, n, &overflow);
@@ -459,8 +446,6 @@ convfind_status cf_sgemm(cf_isa isa, size_t m, size_t n, size_t k,
                          const cf_sgemm_epilogue *ep, void *workspace, size_t workspace_size,
                          cf_threadpool *pool)
 {
-    if (isa > cf_isa_machine())
-        isa = cf_isa_machine();
     if (m == 0 || n == 0)
         return CONVFIND_OK;
     if (c == NULL || (k > 0 && (a == NULL || b == NULL)))
@@ -477,7 +462,7 @@ convfind_status cf_sgemm(cf_isa isa, size_t m, size_t n, size_t k,
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE,
                        "sgemm: workspace of %zu bytes is smaller than the %zu needed for "
                        "m=%zu n=%zu k=%zu", workspace_size, need, m, n, k);
-    const cf_sgemm_kernel *kern = cf_sgemm_kernel_for(isa);
+    const cf_sgemm_kernel *kern = cf_kernel_table_for(isa)->sgemm;
     float *pa = workspace;
     float *pb = (float *)((char *)workspace +
                           round_up(cf_sgemm_packed_a_floats(kern, m, k, NULL) * sizeof(float), 64));

@@ -98,10 +98,6 @@ typedef struct cf_sgemm_kernel {
                                 * the 7-row kernel); NULL when there is none */
 } cf_sgemm_kernel;
 
-/* The kernel for `isa`: the best one compiled into this build at or below that level
- * (never above it, so a forced lower level really runs the lower kernel).  Never NULL. */
-const cf_sgemm_kernel *cf_sgemm_kernel_for(cf_isa isa);
-
 /* Applied while C tiles are stored, after the product (and the accumulation into C
  * when `accumulate` is set):  C = act(C + bias + Z).  All-zero (the default from
  * `= {0}`) means plain C = A*B. */
@@ -167,12 +163,14 @@ void cf_sgemm_compute(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
                       cf_sgemm_operand a, cf_sgemm_operand b, float *c, ptrdiff_t rs_c,
                       ptrdiff_t cs_c, const cf_sgemm_epilogue *ep, cf_threadpool *pool);
 
-/* Bytes of workspace cf_sgemm() needs for these sizes at level `isa`: both packed
- * operands.  CONVFIND_ERR_OVERFLOW when that does not fit in size_t. */
+/* Bytes of workspace cf_sgemm() needs for these sizes at level `isa` (the kernel of
+ * cf_kernel_table_for(isa), cpu/kernel_table.h): both packed operands.
+ * CONVFIND_ERR_OVERFLOW when that does not fit in size_t. */
 convfind_status cf_sgemm_workspace(cf_isa isa, size_t m, size_t n, size_t k, size_t *bytes);
 
-/* C = epilogue(A * B) on plain strided matrices with the kernel of level `isa` (clamped
- * to cf_isa_machine(); pass cf_isa_active() normally).  Packs both operands into
+/* C = epilogue(A * B) on plain strided matrices with the kernel of
+ * cf_kernel_table_for(isa) (never above what the machine runs; pass cf_isa_active()
+ * normally).  Packs both operands into
  * `workspace` (>= cf_sgemm_workspace() bytes, 64-byte alignment recommended).  Errors:
  * CONVFIND_ERR_NULL_POINTER for a NULL matrix or workspace when one is needed,
  * CONVFIND_ERR_INVALID_SHAPE when the workspace is too small (message names the sizes);

@@ -1,9 +1,9 @@
 /*
- * sgemm_kernels.h - the per-ISA microkernels compiled into this build (internal to gemm/).
+ * sgemm_kernels.h - the per-ISA microkernels compiled into this build.
  *
  * Each lives in its own file compiled with that ISA's flags; the x86 ones exist only
  * when building for x86-64 (CMakeLists.txt and CF_SGEMM_HAVE_X86 agree on that), so
- * the build works on any architecture.  Only sgemm.c picks among them, by cf_isa.
+ * the build works on any architecture.  Only cpu/kernel_table.c picks among them.
  */
 #ifndef CONVFIND_CPU_SGEMM_KERNELS_H
 #define CONVFIND_CPU_SGEMM_KERNELS_H

@@ -1,7 +1,7 @@
 /*
  * sgemm_ukernel_avx2.c - the AVX2 + FMA microkernel: a 6 x 16 tile of C in 12 ymm
- * accumulators.  Compiled with -mavx2 -mfma (CMakeLists.txt); only called when
- * cf_isa_active() >= CF_ISA_AVX2_FMA.
+ * accumulators.  Compiled with -mavx2 -mfma (CMakeLists.txt); cpu/kernel_table.c lists
+ * it only where the machine runs it.
  *
  * Why 6 x 16: with 16 ymm registers, 12 accumulators + 2 B vectors + 1 broadcast is the
  * largest block that fits, and 12 independent FMA chains cover two FMA pipes.  Only a

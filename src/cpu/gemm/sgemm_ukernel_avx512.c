@@ -1,7 +1,7 @@
 /*
  * sgemm_ukernel_avx512.c - the AVX-512F microkernel: an 8 x 32 tile of C in 16 zmm
  * accumulators, and the same with 7 and with 14 rows.  Compiled with -mavx512f -mfma
- * (CMakeLists.txt); only called when cf_isa_active() >= CF_ISA_AVX512F.
+ * (CMakeLists.txt); cpu/kernel_table.c lists it only where the machine runs it.
  *
  * Why 8 x 32: 16 independent accumulators cover the FMA latency of two 512-bit FMA
  * pipes (4 cycles x 2 pipes = 8 in flight, with room to spare); each k step loads two
