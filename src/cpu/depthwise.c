@@ -324,7 +324,7 @@ static bool dw_3x3_applicable(const cf_problem *p)
     if (s != p->stride[1] || (s != 1 && s != 2))
         return false;
     /* Stride 2 takes an end pad of at most 1, so that a row ends in at most one partial
-     * vector (depthwise_kernels.h). */
+     * vector (depthwise_3x3_kernels.h). */
     for (int a = 0; a < 2; a++)
         if (p->k[a] != 3 || p->dil[a] != 1 || p->pad_begin[a] != 1 ||
             (s == 1 ? p->pad_end[a] != 1 : p->pad_end[a] > 1))
@@ -344,7 +344,7 @@ static convfind_status dw_3x3_execute(const cf_problem *p, const void *state,
 {
     (void)state;
     cf_dw_job j = dw_job_of(p, a);
-    dw_run run = {.run = cf_kernel_table_active()->depthwise->nchw_3x3, .j = &j};
+    dw_run run = {.run = cf_kernel_table_active()->depthwise_3x3->planes, .j = &j};
     dw_run_units(a->pool, &run, (size_t)(p->n * p->m), (size_t)p->out_sp);
     return CONVFIND_OK;
 }

@@ -1,6 +1,7 @@
 /*
- * depthwise.h - the contract between cpu.depthwise's driver (depthwise.c) and its
- * per-ISA kernels (depthwise_kernels.h, compiled by depthwise_<isa>.c).
+ * depthwise.h - the contract between the drivers of cpu.depthwise and cpu.depthwise_3x3
+ * (depthwise.c) and their per-ISA kernels (depthwise_kernels.h, compiled by
+ * depthwise_<isa>.c, and depthwise_3x3_kernels.h, compiled by depthwise_3x3_<isa>.c).
  *
  * The contiguous axis differs between the layouts, so each has its own form:
  *   NHWC  vectors run over channels: one task per output row; each channel vector walks
@@ -29,7 +30,7 @@
  *         of the rows (stride 1) or of their even and odd columns (stride 2); rows wider
  *         than 4 vectors (2 at 8 lanes) run in strips of columns.  Stride-1 rows of at
  *         most a vector hold several planes side by side; stride-2 output rows of at
- *         most 7 at 16 lanes hold two planes (depthwise_kernels.h).
+ *         most 7 at 16 lanes hold two planes (depthwise_3x3_kernels.h).
  */
 #ifndef CONVFIND_CPU_DEPTHWISE_H
 #define CONVFIND_CPU_DEPTHWISE_H
@@ -69,18 +70,23 @@ typedef struct cf_dw_job {
  * most, which sizes the workspace for every level. */
 #define CF_DW_VL_MAX 16
 
+/* cpu.depthwise (depthwise_kernels.h). */
 typedef struct cf_dw_kernels {
     void (*nhwc_row)(const cf_dw_job *job, size_t row);     /* row = (n*OD + od)*OH + oh */
     void (*nchw_plane)(const cf_dw_job *job, size_t plane); /* plane = n*M + m */
     /* unit = (n * cblocks + channel block) * bands + band */
     void (*nchw_blocked)(const cf_dw_job *job, size_t unit);
-    /* cpu.depthwise_3x3: `count` (image, channel) planes from `first` (n * M + m); W as
-     * ONNX stores it (job->w) */
-    void (*nchw_3x3)(const cf_dw_job *job, size_t first, size_t count);
     int vl; /* CF_VL of these kernels: the channel block, and the packed weights' block */
 } cf_dw_kernels;
 
+/* cpu.depthwise_3x3 (depthwise_3x3_kernels.h). */
+typedef struct cf_dw3x3_kernels {
+    /* `count` (image, channel) planes from `first` (n * M + m); W as ONNX stores it */
+    void (*planes)(const cf_dw_job *job, size_t first, size_t count);
+} cf_dw3x3_kernels;
+
 /* Each level's kernels (cpu/kernel_table.h picks among them). */
 extern const cf_dw_kernels cf_dw_avx512, cf_dw_avx2, cf_dw_portable;
+extern const cf_dw3x3_kernels cf_dw3x3_avx512, cf_dw3x3_avx2, cf_dw3x3_portable;
 
 #endif /* CONVFIND_CPU_DEPTHWISE_H */

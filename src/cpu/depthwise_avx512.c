@@ -1,6 +1,6 @@
 /*
- * depthwise_avx512.c - cpu.depthwise's and cpu.depthwise_3x3's kernels for AVX-512F (flags
- * set per file in CMakeLists.txt).
+ * depthwise_avx512.c - cpu.depthwise's kernels for AVX-512F (flags set per file in
+ * CMakeLists.txt).
  * Empty on other architectures; cpu/kernel_table.c lists it only where the machine runs it.
  */
 #if defined(__x86_64__)

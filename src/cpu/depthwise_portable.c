@@ -1,5 +1,5 @@
 /*
- * depthwise_portable.c - cpu.depthwise's and cpu.depthwise_3x3's kernels in portable C
+ * depthwise_portable.c - cpu.depthwise's kernels in portable C
  * (compiler vector extensions), for any architecture.
  */
 #define CF_SIMD_PORTABLE

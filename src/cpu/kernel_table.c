@@ -11,13 +11,14 @@
 /* Every level this build compiled, by cf_isa. */
 static const cf_kernel_table compiled[] = {
     [CF_ISA_PORTABLE] = {CF_ISA_PORTABLE, &cf_sgemm_kernel_portable, &cf_dbk_portable,
-                         &cf_dsc_portable, &cf_dw_portable,
+                         &cf_dsc_portable, &cf_dw_portable, &cf_dw3x3_portable,
                          {&cf_wg2_portable, &cf_wg4_portable, &cf_wg6_portable}},
 #if CF_SGEMM_HAVE_X86
     [CF_ISA_AVX2_FMA] = {CF_ISA_AVX2_FMA, &cf_sgemm_kernel_avx2, &cf_dbk_avx2, &cf_dsc_avx2,
-                         &cf_dw_avx2, {&cf_wg2_avx2, &cf_wg4_avx2, &cf_wg6_avx2}},
+                         &cf_dw_avx2, &cf_dw3x3_avx2,
+                         {&cf_wg2_avx2, &cf_wg4_avx2, &cf_wg6_avx2}},
     [CF_ISA_AVX512F] = {CF_ISA_AVX512F, &cf_sgemm_kernel_avx512, &cf_dbk_avx512,
-                        &cf_dsc_avx512, &cf_dw_avx512,
+                        &cf_dsc_avx512, &cf_dw_avx512, &cf_dw3x3_avx512,
                         {&cf_wg2_avx512, &cf_wg4_avx512, &cf_wg6_avx512}},
 #endif
 };

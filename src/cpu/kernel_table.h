@@ -30,7 +30,8 @@ typedef struct cf_kernel_table {
     const cf_sgemm_kernel *sgemm;         /* cpu.gemm_1x1, im2col_gemm, convtranspose_* */
     const cf_dbk_kernels *direct_blocked; /* cpu.direct_blocked, Winograd's products */
     const cf_dsc_kernels *direct_small_c;
-    const cf_dw_kernels *depthwise;       /* cpu.depthwise and cpu.depthwise_3x3 */
+    const cf_dw_kernels *depthwise;
+    const cf_dw3x3_kernels *depthwise_3x3;
     const cf_wg_kernels *winograd[CF_WG_TILES]; /* transforms per tile size */
 } cf_kernel_table;
 
