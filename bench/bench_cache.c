@@ -196,7 +196,7 @@ static void context_costs(void)
     const int n = 200000;
     double t0 = now_s();
     for (int i = 0; i < n; i++)
-        cf_context_key(ctx, p, &k);
+        cf_context_key(ctx, p, CF_WEIGHTS_PER_CALL, &k);
     double key_ns = (now_s() - t0) * 1e9 / n;
     convfind_plan *plan;
     convfind_plan_create(ctx, p, &plan); /* the miss */

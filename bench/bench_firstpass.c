@@ -62,7 +62,7 @@ static float *filled(size_t n, unsigned seed)
 
 static int execute_layer(const layer_run *r)
 {
-    convfind_tensors t = {r->x, r->w, NULL, NULL, r->y, NULL};
+    convfind_tensors t = {r->x, r->w, NULL, NULL, r->y};
     for (int64_t k = 0; k < r->count; k++)
         if (convfind_execute(r->plan, &t) != CONVFIND_OK)
             return 1;
@@ -141,7 +141,7 @@ static int child(const char *mode, const char *db, const char *csv, int threads,
         return 1;
     }
     double steady_ms = bench_median_ms(steady_pass, &nt, 3, 5, 1.0);
-    convfind_context_stats st;
+    convfind_context_stats st = {.struct_size = sizeof st};
     convfind_context_stats_get(ctx, &st);
     double ratio = first / (steady_ms / 1000.0);
     printf("%-9s first_pass_s=%.3f (context %.3f, decisions %.3f) steady_pass_s=%.3f "

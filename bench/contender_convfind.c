@@ -26,7 +26,6 @@ static int threads;
 
 typedef struct cf_state {
     convfind_plan *plan;
-    convfind_packed_weights *packed;
     float *x, *w, *b, *y;
     convfind_tensors t;
 } cf_state;
@@ -66,7 +65,8 @@ int contender_init(const contender_options *opt, char *settings, size_t size)
         snprintf(budget, sizeof budget, "1 s (library default)");
     snprintf(settings, size,
              "convfind %s, public API, %d threads, ISA %s, NCHW in/out, Find's decision "
-             "(in-memory find-db, Find budget %s per problem), weights packed once untimed",
+             "(in-memory find-db, Find budget %s per problem), constant weights packed once "
+             "untimed",
              convfind_version_string(), threads, isa ? isa : "native", budget);
     return 0;
 }
@@ -118,7 +118,6 @@ void contender_release(void *state)
     cf_state *s = state;
     if (!s)
         return;
-    convfind_packed_weights_destroy(s->packed);
     convfind_plan_destroy(s->plan);
     free(s->x);
     free(s->w);
@@ -136,17 +135,8 @@ void *contender_prepare(const bench_problem *p, int variant, char *info, size_t 
         convfind_problem_destroy(prob);
         return NULL;
     }
-    convfind_status st = p->algo[0]
-                             ? convfind_plan_create_with_algorithm(ctx, prob, p->algo, &s->plan)
-                             : convfind_plan_create(ctx, prob, &s->plan);
     size_t xn = 0, wn = 0, yn = 0, bn = 0;
     convfind_problem_sizes(prob, &xn, &wn, &yn, &bn);
-    convfind_problem_destroy(prob);
-    if (st != CONVFIND_OK) {
-        snprintf(info, size, "%s", convfind_last_error());
-        contender_release(s);
-        return NULL;
-    }
     unsigned seed = 777u;
     s->x = bench_tensor_alloc(xn);
     s->w = bench_tensor_alloc(wn);
@@ -154,6 +144,7 @@ void *contender_prepare(const bench_problem *p, int variant, char *info, size_t 
     s->y = bench_tensor_alloc(yn);
     if (!s->x || !s->w || !s->y || (bn && !s->b)) {
         snprintf(info, size, "out of memory");
+        convfind_problem_destroy(prob);
         contender_release(s);
         return NULL;
     }
@@ -162,12 +153,19 @@ void *contender_prepare(const bench_problem *p, int variant, char *info, size_t 
     if (s->b)
         bench_tensor_fill(s->b, bn, &seed);
     bench_tensor_fill(s->y, yn, &seed);
-    if (convfind_packed_weights_create(s->plan, s->w, &s->packed) != CONVFIND_OK) {
-        snprintf(info, size, "packing: %s", convfind_last_error());
+    /* Constant weights: copied and packed once here, untimed, as a runtime's initializers. */
+    convfind_plan_options o;
+    convfind_plan_options_init(&o);
+    o.weights = s->w;
+    o.algorithm = p->algo[0] ? p->algo : NULL;
+    convfind_status st = convfind_plan_create_ex(ctx, prob, &o, &s->plan);
+    convfind_problem_destroy(prob);
+    if (st != CONVFIND_OK) {
+        snprintf(info, size, "%s", convfind_last_error());
         contender_release(s);
         return NULL;
     }
-    s->t = (convfind_tensors){.x = s->x, .w = s->w, .b = s->b, .y = s->y, .packed_w = s->packed};
+    s->t = (convfind_tensors){.x = s->x, .b = s->b, .y = s->y};
     snprintf(info, size, "%s", convfind_plan_algorithm(s->plan));
     return s;
 }
@@ -205,7 +203,9 @@ static void find_request(const char *args, FILE *out)
     convfind_find_result best;
     int count = 0;
     double t0 = now_s();
-    if (prob && convfind_find(ctx, prob, &best, 1, &count) == CONVFIND_OK && count > 0)
+    if (prob && convfind_find(ctx, prob, CONVFIND_WEIGHTS_CONSTANT, &best, 1, &count) ==
+                    CONVFIND_OK &&
+        count > 0)
         fprintf(out, "found %d %.6f %s %d\n", id, now_s() - t0, best.algorithm, count);
     else
         fprintf(out, "na %d %s\n", id, prob ? convfind_last_error() : err);

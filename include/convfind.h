@@ -34,6 +34,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #include "convfind_version.h"
 
@@ -74,6 +75,11 @@ typedef enum convfind_status {
  * Never NULL; unknown values give "CONVFIND_ERR_UNKNOWN".  Thread-safe. */
 CONVFIND_API const char *convfind_status_name(convfind_status status);
 
+/* A static one-sentence English explanation of a status ("a required pointer argument
+ * was NULL"), without the details convfind_last_error() names.  Never NULL; unknown
+ * values give "an unknown status".  Thread-safe. */
+CONVFIND_API const char *convfind_status_message(convfind_status status);
+
 /* The message of the last failed convfind call on the calling thread, or "" if the
  * last call succeeded.  The buffer is thread-local: it is valid until the same thread
  * makes its next convfind call and is never shared between threads. */
@@ -81,6 +87,67 @@ CONVFIND_API const char *convfind_last_error(void);
 
 /* The library version as "MAJOR.MINOR.PATCH".  Static storage; thread-safe. */
 CONVFIND_API const char *convfind_version_string(void);
+
+/* The library version as MAJOR * 10000 + MINOR * 100 + PATCH: the value of
+ * CONVFIND_VERSION_NUMBER the library was built with, which a program compares with the
+ * header's macro to detect a library other than the one it was compiled against.  0.x
+ * releases may change the API in a minor release (CHANGELOG.md says what breaks).
+ * Thread-safe. */
+CONVFIND_API int convfind_version_number(void);
+
+/* ------------------------------------------------------------------------- */
+/* Options structs that grow                                                 */
+/* ------------------------------------------------------------------------- */
+
+/* Every options struct (and every struct the library fills for the caller) starts with
+ * `size_t struct_size`: the size of the struct in the header the caller was compiled
+ * with.  Its _init function (inline, so that sizeof is the caller's) zeroes the struct
+ * and sets it; every other field's zero is its documented default.  A struct_size of 0
+ * is read as the library's own size, so `{0}` works too, but only for a program that
+ * runs with the release it was compiled against; set struct_size (or call _init) to
+ * keep working with later libraries.  A struct_size larger than the library's (a header
+ * newer than the library) fails with CONVFIND_ERR_UNSUPPORTED naming both sizes; a
+ * smaller one (a caller compiled against an older release) is accepted, and the fields
+ * past it take their defaults (for a struct the library fills: are not written). */
+
+/* ------------------------------------------------------------------------- */
+/* Log messages                                                              */
+/* ------------------------------------------------------------------------- */
+
+/* What the library has to say that is not an error of the call at hand: a find database
+ * quarantined or replaced by memory, an environment variable it could not use, and at
+ * INFO each decision a context publishes.  Every such message goes to the context's (or
+ * database handle's) log function; nothing else in the library writes to stderr or
+ * stdout.  CONVFIND_LOG_DEFAULT (0) is only a setting: $CONVFIND_LOG (error, warning,
+ * info, debug) if set, else WARNING.  A message is passed on when its level is at or
+ * below the setting. */
+typedef enum convfind_log_level {
+    CONVFIND_LOG_DEFAULT = 0,
+    CONVFIND_LOG_ERROR = 1,
+    CONVFIND_LOG_WARNING = 2,
+    CONVFIND_LOG_INFO = 3,
+    CONVFIND_LOG_DEBUG = 4
+} convfind_log_level;
+
+/* Receives one message: one line of text, without a newline, that never contains a
+ * credential; valid only during the call.  It may be called from any thread, also
+ * concurrently, and must not call back into convfind on the object that logs (the
+ * context or database handle).  With no log function a message goes to stderr as one
+ * line, "convfind: warning: <message>". */
+typedef void (*convfind_log_fn)(void *user, convfind_log_level level, const char *message);
+
+/* ------------------------------------------------------------------------- */
+/* A caller's thread pool                                                    */
+/* ------------------------------------------------------------------------- */
+
+/* A runtime with a thread pool of its own can give it to a context (as pthreadpool's
+ * users do) instead of the context starting worker threads.  parallel_for must call
+ * task(task_context, i) exactly once for every i in [0, range), in any order and possibly
+ * concurrently (the calling thread may take part), and return when all are done.  It is
+ * called from the threads executing plans (and running Find), possibly several at once. */
+typedef void (*convfind_task_fn)(void *task_context, size_t index);
+typedef void (*convfind_parallel_for_fn)(void *pool_user, convfind_task_fn task,
+                                         void *task_context, size_t range);
 
 /* ------------------------------------------------------------------------- */
 /* Problem description (ONNX attributes)                                     */
@@ -243,7 +310,7 @@ CONVFIND_API size_t convfind_problem_describe(const convfind_problem *problem, c
  * named by db_path or $CONVFIND_DB_PATH that cannot be used (not a regular file, no
  * permission, a lock held past the busy timeout; "" is not a path) makes
  * convfind_context_create fail with CONVFIND_ERR_IO; at the default locations it means
- * in-memory operation with one warning on stderr.  A damaged, truncated or foreign file
+ * in-memory operation with one warning (log messages).  A damaged, truncated or foreign file
  * this process can write is renamed to "<file>.quarantine-<time>-<pid>" with one warning;
  * a newer-schema file or one it cannot write is used read-only with one warning.  Once a
  * context exists the database never makes a call fail: a busy database is retried, and a
@@ -297,17 +364,27 @@ typedef struct convfind_device_allocator {
 /* Context                                                                   */
 /* ------------------------------------------------------------------------- */
 
+/* Which decisions a context measures.  CONVFIND_FIND_DEFAULT (0) is only a setting:
+ * $CONVFIND_FIND_POLICY (heuristic, exhaustive, hybrid, replay or deferred), read when
+ * the context is created, if set, else HYBRID.  Precedence: an explicit find_policy,
+ * then the variable, then HYBRID; a value the variable cannot mean is a warning (log)
+ * and HYBRID. */
 typedef enum convfind_find_policy {
-    CONVFIND_FIND_HEURISTIC = 0,  /* never benchmark: take the heuristic choice */
-    CONVFIND_FIND_EXHAUSTIVE = 1, /* benchmark every applicable candidate on a miss */
-    CONVFIND_FIND_HYBRID = 2,     /* use a stored decision, else benchmark */
-    CONVFIND_FIND_REPLAY = 3,     /* stored decisions only; heuristic where none */
-    CONVFIND_FIND_DEFERRED = 4    /* heuristic now, benchmark in the background */
+    CONVFIND_FIND_DEFAULT = 0,
+    CONVFIND_FIND_HEURISTIC = 1,  /* never benchmark: take the heuristic choice */
+    CONVFIND_FIND_EXHAUSTIVE = 2, /* benchmark every applicable candidate on a miss */
+    CONVFIND_FIND_HYBRID = 3,     /* use a stored decision, else benchmark */
+    CONVFIND_FIND_REPLAY = 4,     /* stored decisions only; heuristic where none */
+    CONVFIND_FIND_DEFERRED = 5    /* heuristic now, benchmark in the background */
 } convfind_find_policy;
 
+/* A context's options.  Zero is the default of every field (see "Options structs that
+ * grow" for struct_size). */
 typedef struct convfind_context_options {
-    int num_threads;              /* worker threads per execution; 0: all online cores */
-    convfind_find_policy find_policy;
+    size_t struct_size;           /* sizeof(convfind_context_options); 0: this release's */
+    int num_threads;              /* threads per execution; 0: all online cores (with
+                                     parallel_for: required, the threads it runs) */
+    convfind_find_policy find_policy; /* 0: $CONVFIND_FIND_POLICY, else HYBRID */
     size_t workspace_limit;       /* bytes an algorithm may use as workspace; 0: unlimited */
     const char *db_path;          /* decision database; NULL: default location order */
     /* --- find database (docs/db.md; owned by src/db/) --- */
@@ -317,21 +394,45 @@ typedef struct convfind_context_options {
     size_t cache_bytes;           /* decision cache budget in bytes; 0: 8 MiB */
     double find_time_budget_s;    /* Find time per problem in seconds; 0: 1 s.  The
                                      heuristic choice is always measured, even past it */
-    int find_validate;            /* 1 (default): check every candidate against the
-                                     reference during Find; 0: trust them */
+    int find_skip_validation;     /* 0: check every candidate against the reference during
+                                     Find; 1: trust them */
     /* --- device (docs/cuda.md; owned by src/cuda/) --- */
     convfind_device device;       /* CONVFIND_DEVICE_CPU (default) or CONVFIND_DEVICE_CUDA */
     int device_index;             /* CUDA device ordinal (default 0) */
     convfind_device_allocator device_allocator; /* CUDA workspace; alloc NULL: the context's */
+    /* --- log messages (see convfind_log_fn) --- */
+    convfind_log_fn log_fn;       /* NULL: stderr */
+    void *log_user;               /* passed to log_fn */
+    convfind_log_level log_level; /* 0: $CONVFIND_LOG, else WARNING */
+    /* --- a caller's thread pool (see convfind_parallel_for_fn) --- */
+    convfind_parallel_for_fn parallel_for; /* NULL: the context's own worker threads */
+    void *parallel_for_user;      /* passed to parallel_for */
 } convfind_context_options;
 
-/* Fills in the defaults: all cores, HYBRID, unlimited workspace, default database. */
-CONVFIND_API void convfind_context_options_init(convfind_context_options *options);
+/* Sets struct_size and every other field to zero, which is each field's default: all
+ * cores, the default find policy (HYBRID unless $CONVFIND_FIND_POLICY says otherwise),
+ * unlimited workspace, the default database location, validation on, log messages to
+ * stderr, the context's own threads.  Nothing happens for NULL. */
+static inline void convfind_context_options_init(convfind_context_options *options)
+{
+    if (options) {
+        memset(options, 0, sizeof *options);
+        options->struct_size = sizeof *options;
+    }
+}
 
 typedef struct convfind_context convfind_context;
 
-/* Creates a context.  `options` may be NULL for the defaults; strings in it are copied.
- * Thread-safe.  A context may be shared by any number of threads. */
+/* Creates a context.  `options` may be NULL for the defaults; strings in it are copied,
+ * the log and thread pool callbacks (and their user pointers) are kept and must stay
+ * valid until the context is destroyed.  With parallel_for set, the context starts no
+ * worker threads: every parallel loop of an execution (and of Find) is given to it, and
+ * num_threads must be > 0 (CONVFIND_ERR_INVALID_ATTRIBUTE otherwise); it is part of the
+ * decision key as the thread count.  The environment variables the library reads
+ * (docs/environment.md) are read here, once per context.  Errors: NULL_POINTER,
+ * INVALID_ENUM and INVALID_ATTRIBUTE naming the option, UNSUPPORTED for a struct_size
+ * from a newer header, UNAVAILABLE (CUDA), OUT_OF_MEMORY.  Thread-safe.  A context may be
+ * shared by any number of threads. */
 CONVFIND_API convfind_status convfind_context_create(const convfind_context_options *options,
                                                      convfind_context **out);
 
@@ -344,65 +445,140 @@ CONVFIND_API void convfind_context_destroy(convfind_context *context);
 
 typedef struct convfind_plan convfind_plan;
 
-/* Binds `problem` to `context` and to an algorithm chosen by the context's find policy.
- * Never requires a prior find.  The plan copies what it needs from the problem.
- * Thread-safe: any number of threads may create plans on one context at once. */
+/* How a plan is given its weights W.  Part of the decision key: with constant weights an
+ * algorithm rearranges W once, with per-call weights every execution does, which can
+ * change which algorithm is fastest (Winograd's filter transform, for one), so a decision
+ * is measured, cached and stored for one usage and never applied to the other. */
+typedef enum convfind_weights {
+    CONVFIND_WEIGHTS_PER_CALL = 0, /* W at every execution (convfind_tensors.w) */
+    CONVFIND_WEIGHTS_CONSTANT = 1  /* W once, at plan creation (convfind_plan_options.weights) */
+} convfind_weights;
+
+/* How a plan is made.  Zero is the default of every field. */
+typedef struct convfind_plan_options {
+    size_t struct_size;    /* sizeof(convfind_plan_options); 0: this release's */
+    /* NULL: the context's find policy chooses the algorithm.  Else the algorithm of that
+     * name (see convfind_algorithm_name) is forced: CONVFIND_ERR_NOT_FOUND if no backend
+     * has it, CONVFIND_ERR_UNSUPPORTED if it exists but cannot run this problem (within
+     * the workspace limit) or runs on another backend than the context's. */
+    const char *algorithm;
+    /* NULL: the weights W are passed to every execution (convfind_tensors.w).  Else the
+     * constant weights of the plan, of the problem's W size, in the memory the context's
+     * tensors live in (host, or device for a CUDA context): copied now, and rearranged
+     * once into the layout the plan's algorithm reads, so that no execution pays for
+     * that.  Executions then pass convfind_tensors.w = NULL.  How the weights are given
+     * is part of the decision key: Find times each candidate with its weights prepared
+     * once here, and with per-call weights each timed run includes the algorithm's own
+     * rearranging of W, so a decision is never used for a usage it was not measured
+     * for. */
+    const void *weights;
+    /* 1: measure now, even when a decision for the key is cached or stored, and replace
+     * it in the context's cache and in the find database.  0: the find policy decides.
+     * Not with `algorithm`. */
+    int retune;
+} convfind_plan_options;
+
+/* Sets struct_size and every other field to zero (the defaults).  Nothing for NULL. */
+static inline void convfind_plan_options_init(convfind_plan_options *options)
+{
+    if (options) {
+        memset(options, 0, sizeof *options);
+        options->struct_size = sizeof *options;
+    }
+}
+
+/* Binds `problem` to `context` and to an algorithm: the forced one, or the one the
+ * context's find policy decides for the plan's key (which a cache hit answers at once,
+ * and a miss may measure, up to the Find budget).  Never requires a prior find.  The plan
+ * copies what it needs from the problem and the options (the weights included); the
+ * caller may free them when the call returns.  `options` may be NULL (per-call weights,
+ * the find policy).  Errors: NULL_POINTER, INVALID_ATTRIBUTE (retune not 0 or 1, retune
+ * with an algorithm), UNSUPPORTED (a struct_size from a newer header; nothing can run the
+ * problem; a forced algorithm that cannot), NOT_FOUND (no such algorithm), BACKEND (the
+ * forced algorithm failed to prepare, or the weights could not be rearranged),
+ * OUT_OF_MEMORY.  Thread-safe: any number of threads may create plans on one context at
+ * once. */
+CONVFIND_API convfind_status convfind_plan_create_ex(convfind_context *context,
+                                                     const convfind_problem *problem,
+                                                     const convfind_plan_options *options,
+                                                     convfind_plan **out);
+
+/* convfind_plan_create_ex with NULL options: per-call weights, the find policy. */
 CONVFIND_API convfind_status convfind_plan_create(convfind_context *context,
                                                   const convfind_problem *problem,
                                                   convfind_plan **out);
 
-/* Like convfind_plan_create, but forces the algorithm named `algo` (see
- * convfind_algorithm_name).  CONVFIND_ERR_NOT_FOUND if no backend has such an
- * algorithm, CONVFIND_ERR_UNSUPPORTED if it exists but cannot run this problem or runs
- * on another backend than the context's. */
+/* convfind_plan_create_ex with options.algorithm = `algo` (NULL: NULL_POINTER) and
+ * per-call weights. */
 CONVFIND_API convfind_status convfind_plan_create_with_algorithm(convfind_context *context,
                                                                  const convfind_problem *problem,
                                                                  const char *algo,
                                                                  convfind_plan **out);
 
-/* Releases a plan.  Must not race with an execution of the same plan. */
+/* Releases a plan (and its copy of the weights).  Must not race with an execution of the
+ * same plan.  NULL allowed. */
 CONVFIND_API void convfind_plan_destroy(convfind_plan *plan);
 
 /* The stable name of the algorithm the plan will try first.  Valid while the plan lives. */
 CONVFIND_API const char *convfind_plan_algorithm(const convfind_plan *plan);
 
-typedef struct convfind_packed_weights convfind_packed_weights;
+/* The workspace bytes the plan's algorithm needs, for convfind_execute_ex with a
+ * workspace of the caller's (0: it needs none).  Under DEFERRED the algorithm, and so
+ * this size, may change once the background tuner has published its decision.  A CPU
+ * context's plans only: a CUDA context's algorithms take their device workspace from
+ * convfind_context_options.device_allocator (CONVFIND_ERR_UNSUPPORTED).  Errors:
+ * NULL_POINTER.  Thread-safe. */
+CONVFIND_API convfind_status convfind_plan_workspace_size(const convfind_plan *plan,
+                                                          size_t *bytes);
 
-/* Rearranges the weights `w` once into the layout the plan's algorithm reads, so that
- * repeated executions with the same weights skip that work.  The object copies what it
- * needs from `w`; it belongs to the caller and may be used by any number of threads at
- * once with the plan it was made from (or another plan of the same problem and
- * algorithm).  Thread-safe. */
-CONVFIND_API convfind_status convfind_packed_weights_create(const convfind_plan *plan,
-                                                            const void *w,
-                                                            convfind_packed_weights **out);
-CONVFIND_API void convfind_packed_weights_destroy(convfind_packed_weights *packed);
-
-/* Buffers of one execution.  x, w and y are required; b is required iff the problem has a
- * bias, z iff it has a residual.  Buffers must not overlap y.  packed_w is optional: when
- * it was made for this plan's algorithm it replaces the packing work; w is still
- * required, because a fallback algorithm (see convfind_execute) reads the raw weights. */
+/* Buffers of one execution.  x and y are required; w is required unless the plan has
+ * constant weights, and must then be NULL (CONVFIND_ERR_INVALID_ATTRIBUTE); b is required
+ * iff the problem has a bias, z iff it has a residual.  Buffers must not overlap y. */
 typedef struct convfind_tensors {
     const void *x;
     const void *w;
     const void *b;
     const void *z;
     void *y;
-    const convfind_packed_weights *packed_w;
 } convfind_tensors;
 
-/* Computes Y.  Any number of threads may execute the same plan at once on different
- * output buffers.  On failure Y's contents are unspecified and must not be used (the
- * status says so); convfind never returns CONVFIND_OK with a partially written Y. */
-CONVFIND_API convfind_status convfind_execute(const convfind_plan *plan,
-                                              const convfind_tensors *tensors);
+/* How one execution runs.  Zero is the default of every field. */
+typedef struct convfind_execute_options {
+    size_t struct_size;    /* sizeof(convfind_execute_options); 0: this release's */
+    void *stream;          /* a CUDA context's cudaStream_t; NULL: the default stream.  Must
+                              be NULL on a CPU context (CONVFIND_ERR_INVALID_ATTRIBUTE) */
+    /* NULL: the calling thread's own scratch buffer, kept by the library between calls.
+     * Else host memory of the caller, 64-byte aligned, `workspace_size` bytes, used by
+     * this call only (CPU contexts; CONVFIND_ERR_UNSUPPORTED on a CUDA context).  When it
+     * is smaller than the plan's algorithm needs (convfind_plan_workspace_size), that
+     * algorithm is skipped as if it had failed: the decision's other candidates that fit
+     * run instead, and finally the reference, which needs none. */
+    void *workspace;
+    size_t workspace_size; /* must be 0 when workspace is NULL */
+} convfind_execute_options;
 
-/* Like convfind_execute, on a CUDA context's `stream` (a cudaStream_t; NULL: the
- * default stream, which is what convfind_execute uses).  The call returns once the work
- * is queued: Y is ready when the stream reaches that point, and the caller must keep
- * every buffer alive and unmodified until then.  Any number of host threads may execute
- * one plan at once, each on its own stream.  On a CPU context `stream` must be NULL
- * (CONVFIND_ERR_INVALID_ATTRIBUTE otherwise) and the call equals convfind_execute.
+/* Sets struct_size and every other field to zero (the defaults).  Nothing for NULL. */
+static inline void convfind_execute_options_init(convfind_execute_options *options)
+{
+    if (options) {
+        memset(options, 0, sizeof *options);
+        options->struct_size = sizeof *options;
+    }
+}
+
+/* Computes Y.  `options` may be NULL (default stream, the library's scratch).  Any number
+ * of threads may execute the same plan at once on different output buffers (each with
+ * its own workspace, when they give one).  The plan's algorithm is tried first; when it
+ * cannot run (its workspace, a failure) the call falls back down the decision's ranked
+ * candidates to the reference, which runs every problem, and counts a fallback.  On a
+ * CUDA context the call returns once the work is queued on the stream: Y is ready when
+ * the stream reaches that point, and the caller keeps every buffer alive and unmodified
+ * until then.  On failure Y's contents are unspecified and must not be used (the status
+ * says so); convfind never returns CONVFIND_OK with a partially written Y.  Errors:
+ * NULL_POINTER (a required tensor), INVALID_ATTRIBUTE (w given with constant weights, a
+ * stream on a CPU context, a misaligned workspace or a size without one), UNSUPPORTED (a
+ * struct_size from a newer header, a workspace on a CUDA context), BACKEND (even the
+ * reference failed: a device error).
  *
  * CUDA graphs: the call may be captured (cudaStreamBeginCapture on `stream`, any capture
  * mode); the graph then replays the whole execution, its workspace included (a
@@ -415,8 +591,17 @@ CONVFIND_API convfind_status convfind_execute(const convfind_plan *plan,
  * the call takes another candidate of the plan's decision that is ready and capturable
  * on this thread, or fails with CONVFIND_ERR_UNSUPPORTED and a message saying so (the
  * slow always-valid kernel is not captured in its place); either way the capture stays
- * intact.  Packed weights, plans and Find belong outside captures; so does a DEFERRED
- * context's background tuner while a global-mode capture runs. */
+ * intact.  Plan creation (constant weights included) and Find belong outside captures;
+ * so does a DEFERRED context's background tuner while a global-mode capture runs. */
+CONVFIND_API convfind_status convfind_execute_ex(const convfind_plan *plan,
+                                                 const convfind_tensors *tensors,
+                                                 const convfind_execute_options *options);
+
+/* convfind_execute_ex with NULL options. */
+CONVFIND_API convfind_status convfind_execute(const convfind_plan *plan,
+                                              const convfind_tensors *tensors);
+
+/* convfind_execute_ex with options.stream = `stream`. */
 CONVFIND_API convfind_status convfind_execute_on_stream(const convfind_plan *plan,
                                                         const convfind_tensors *tensors,
                                                         void *stream);
@@ -467,30 +652,32 @@ typedef struct convfind_find_result {
     int validated;                    /* 1: output matched the reference within bound */
 } convfind_find_result;
 
-/* Measures every candidate algorithm for `problem` on `context` now (whatever the find
- * policy, unless the context already holds a measured decision for its key, which is
- * returned as it is) and makes the result the context's decision for that key.  Writes
- * the ranked list, best first (results[0] is the decision), into
- * results[0 .. min(capacity, total)) and the total into *count; `results` may be NULL
- * when capacity is 0.  Thread-safe; concurrent calls for one key measure once.  Errors:
- * NULL_POINTER, INVALID_ATTRIBUTE (capacity < 0), UNSUPPORTED (nothing runs it). */
+/* Measures every candidate algorithm for `problem` on `context` now, the way plans that
+ * take their weights as `weights` says run them (whatever the find policy, unless the
+ * context already holds a measured decision for that key, which is returned as it is),
+ * and makes the result the context's decision for the key.  Writes the ranked list, best
+ * first (results[0] is the decision), into results[0 .. min(capacity, total)) and the
+ * total into *count; `results` may be NULL when capacity is 0.  Thread-safe; concurrent
+ * calls for one key measure once.  Errors: NULL_POINTER, INVALID_ENUM (weights),
+ * INVALID_ATTRIBUTE (capacity < 0), UNSUPPORTED (nothing runs it). */
 CONVFIND_API convfind_status convfind_find(convfind_context *context,
                                            const convfind_problem *problem,
+                                           convfind_weights weights,
                                            convfind_find_result *results, int capacity,
                                            int *count);
 
-/* The canonical decision key of `problem` on `context` into buf (NUL-terminated when
- * size > 0).  Returns the length of the full text like snprintf, or 0 when an argument
- * is NULL.  Thread-safe. */
+/* The canonical decision key of `problem` on `context` for plans that take their weights
+ * as `weights` says, into buf (NUL-terminated when size > 0).  Returns the length of the
+ * full text like snprintf, or 0 when an argument is NULL or invalid.  Thread-safe. */
 CONVFIND_API size_t convfind_problem_key(const convfind_context *context,
-                                         const convfind_problem *problem, char *buf,
-                                         size_t size);
+                                         const convfind_problem *problem,
+                                         convfind_weights weights, char *buf, size_t size);
 
 typedef enum convfind_decision_source {
     CONVFIND_SOURCE_HEURISTIC = 0, /* chosen without measuring */
     CONVFIND_SOURCE_MEASURED = 1,  /* Find measured it */
     CONVFIND_SOURCE_STORED = 2,    /* read from the find database */
-    CONVFIND_SOURCE_FORCED = 3     /* convfind_plan_create_with_algorithm */
+    CONVFIND_SOURCE_FORCED = 3     /* convfind_plan_options.algorithm */
 } convfind_decision_source;
 
 typedef struct convfind_plan_info {
@@ -510,22 +697,31 @@ CONVFIND_API convfind_status convfind_plan_get_info(const convfind_plan *plan,
                                                     convfind_plan_info *info);
 
 typedef struct convfind_context_stats {
+    size_t struct_size;     /* set by the caller: sizeof(convfind_context_stats) (0: the
+                               library's) */
     uint64_t hits;          /* plan creations served by a cached decision */
     uint64_t misses;        /* plan creations that had to obtain a decision */
     uint64_t waits;         /* plan creations that waited for another thread's Find */
-    uint64_t finds;         /* Find runs (foreground, background and convfind_find) */
+    uint64_t finds;         /* Find runs (foreground, background, retune, convfind_find) */
     double find_seconds;    /* wall time spent in them */
     uint64_t evictions;     /* decisions dropped to stay within cache_bytes */
-    uint64_t fallbacks;     /* executions whose first algorithm failed and that fell back */
+    uint64_t fallbacks;     /* executions whose first algorithm could not run and that fell
+                               back */
     uint64_t deferred_updates; /* decisions improved by the background tuner */
     size_t cache_entries;   /* decisions in the cache now */
     size_t cache_bytes;     /* bytes they are charged (never above cache_budget) */
     size_t cache_peak_bytes;
     size_t cache_budget;
+    uint64_t stored;        /* decisions the find database accepted */
+    uint64_t store_failures; /* decisions measured that the find database could not keep */
+    uint64_t seeded;        /* misses answered by re-timing the top candidates of a record
+                               from another environment (db_env_policy RETUNE) instead of
+                               a full Find */
 } convfind_context_stats;
 
-/* A snapshot of the context's counters (each read atomically, not all at one instant).
- * Thread-safe. */
+/* A snapshot of the context's counters (each read atomically, not all at one instant)
+ * into the first stats->struct_size bytes of `stats` (0: all of this release's).
+ * Errors: NULL_POINTER, UNSUPPORTED (a struct_size from a newer header).  Thread-safe. */
 CONVFIND_API convfind_status convfind_context_stats_get(const convfind_context *context,
                                                         convfind_context_stats *stats);
 

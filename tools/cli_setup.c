@@ -99,7 +99,7 @@ int cli_context_open(const cli_command *cmd, const cli_args *a, convfind_find_po
     o.system_db_path = a->system_db;
     o.db_env_policy = (convfind_db_env_policy)a->env_policy;
     o.find_time_budget_s = a->budget_ms / 1000.0;
-    o.find_validate = CLI_MIO(a, CLI_M_VERIFY) != 0;
+    o.find_skip_validation = CLI_MIO(a, CLI_M_VERIFY) == 0;
     o.device = a->device;
     o.device_index = a->device_index;
     convfind_status st = convfind_context_create(&o, ctx);

@@ -80,7 +80,7 @@ static int plan_all(const cli_command *cmd, convfind_context *ctx, const cli_lay
         r->seconds += rows[i].seconds;
         r->db_hits += rows[i].source == CONVFIND_SOURCE_STORED;
     }
-    convfind_context_stats stats;
+    convfind_context_stats stats = {.struct_size = sizeof stats};
     convfind_status st = convfind_context_stats_get(ctx, &stats);
     if (st != CONVFIND_OK)
         return cli_library_error(st);
@@ -147,24 +147,18 @@ static int compare_double(const void *a, const void *b)
 }
 
 /* Median milliseconds of `repeats` executions after one untimed warm-up, which brings
- * code, weights and pages in as in steady state.  The weights are packed once for the
- * plan first, as an inference runtime does with fixed weights and as Find measured the
- * candidates: unpacked, Winograd transforms 512 x 512 filters on every call (11.8 ms
- * instead of 0.38 for res5's 3x3 layer). */
-static convfind_status time_plan(const convfind_plan *plan, const convfind_tensors *raw,
+ * code, weights and pages in as in steady state.  The plans take their weights per
+ * call, as Find measured the candidates for them. */
+static convfind_status time_plan(const convfind_plan *plan, const convfind_tensors *t,
                                  int repeats, double *times, double *median_ms)
 {
-    convfind_tensors t = *raw;
-    convfind_packed_weights *packed = NULL;
-    convfind_status st = convfind_packed_weights_create(plan, raw->w, &packed);
-    t.packed_w = packed;
+    convfind_status st = CONVFIND_OK;
     for (int i = -1; i < repeats && st == CONVFIND_OK; i++) {
         double start = now_s();
-        st = convfind_execute(plan, &t);
+        st = convfind_execute(plan, t);
         if (st == CONVFIND_OK && i >= 0)
             times[i] = (now_s() - start) * 1e3;
     }
-    convfind_packed_weights_destroy(packed);
     if (st != CONVFIND_OK)
         return st;
     qsort(times, (size_t)repeats, sizeof(double), compare_double);

@@ -88,16 +88,18 @@ static int run_find(const cli_command *cmd, const cli_args *a, const convfind_co
     int rc = cli_context_open(cmd, a, CONVFIND_FIND_EXHAUSTIVE, &s->context);
     if (rc != CLI_EXIT_OK)
         return rc;
+    /* Measured as a plan with constant weights runs, the way inference uses them. */
+    const convfind_weights usage = CONVFIND_WEIGHTS_CONSTANT;
     int n = 0;
-    if ((st = convfind_find(s->context, s->problem, NULL, 0, &n)) != CONVFIND_OK)
+    if ((st = convfind_find(s->context, s->problem, usage, NULL, 0, &n)) != CONVFIND_OK)
         return cli_library_error(st);
     s->results = calloc((size_t)(n > 0 ? n : 1), sizeof *s->results);
     if (!s->results)
         return cli_failure(cmd, "out of memory");
-    if ((st = convfind_find(s->context, s->problem, s->results, n, &n)) != CONVFIND_OK)
+    if ((st = convfind_find(s->context, s->problem, usage, s->results, n, &n)) != CONVFIND_OK)
         return cli_library_error(st);
     char key[4200], problem[512];
-    convfind_problem_key(s->context, s->problem, key, sizeof key);
+    convfind_problem_key(s->context, s->problem, usage, key, sizeof key);
     convfind_problem_describe(s->problem, problem, sizeof problem);
     if (a->json)
         print_json(key, s->results, n);

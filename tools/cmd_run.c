@@ -228,7 +228,8 @@ static int run(const cli_command *cmd, const cli_args *a, run_state *s)
                  : convfind_plan_create(s->context, s->problem, &s->plan);
     if (st != CONVFIND_OK)
         return cli_library_error(st);
-    convfind_context_stats before, after;
+    convfind_context_stats before = {.struct_size = sizeof before};
+    convfind_context_stats after = {.struct_size = sizeof after};
     convfind_context_stats_get(s->context, &before);
     double ms = 0;
     if ((rc = execute(cmd, a, s, y_elems * sizeof(float), &ms)) != CLI_EXIT_OK)

@@ -168,7 +168,7 @@ static int tune(const cli_command *cmd, const cli_args *a, convfind_context *ctx
             progress(tty, i + 1, list->n, now_s() - start, r);
     }
     size_t unstored = cli_ctx_db_flush(ctx);
-    convfind_context_stats stats;
+    convfind_context_stats stats = {.struct_size = sizeof stats};
     convfind_context_stats_get(ctx, &stats);
     size_t tuned = list->n - failed;
     double seconds = now_s() - t0;

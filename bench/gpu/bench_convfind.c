@@ -6,8 +6,8 @@
  * Each layer computes what the network does after its convolution (layers.h,
  * bl_epilogue_of: bias, residual, ReLU or ReLU6).  For each caller layout (NCHW, NHWC):
  * one CUDA context (EXHAUSTIVE Find, validation on; the find-db is $BENCH_DB, else in
- * memory); per layer a plan (Find runs here, its time reported apart), weights packed
- * once (convfind_packed_weights_create), then two timings on non-zero inputs, each 5
+ * memory); per layer a plan with constant weights, packed once (Find runs here, timing
+ * the candidates so, its time reported apart), then two timings on non-zero inputs, each 5
  * warm-up runs and 15 samples of 10 runs between CUDA events, the median / 10:
  *   call   10 executions from C, back to back;
  *   graph  one replay of a CUDA graph that captured the 10 executions (where the chosen
@@ -70,7 +70,7 @@ static void show_candidates(convfind_context *ctx, const convfind_problem *p, in
     enum { CAP = 512 };
     static convfind_find_result r[CAP];
     int count = 0, by_status[4] = {0, 0, 0, 0};
-    check(convfind_find(ctx, p, r, CAP, &count), "find");
+    check(convfind_find(ctx, p, CONVFIND_WEIGHTS_CONSTANT, r, CAP, &count), "find");
     const int shown = count < CAP ? count : CAP;
     for (int i = 0; i < shown; i++)
         by_status[r[i].status]++;
@@ -85,6 +85,7 @@ static void show_candidates(convfind_context *ctx, const convfind_problem *p, in
 /* One execution, or with `graph` one replay of the BATCH executions it holds. */
 typedef struct runner {
     const convfind_plan *plan;
+    const void *w; /* the plans' constant weights (t.w is NULL) */
     convfind_tensors t;
     cudaStream_t stream;
     cudaGraphExec_t graph;
@@ -155,18 +156,19 @@ static double graph_time(convfind_context *ctx, const convfind_problem *p, runne
     enum { CAP = 128 };
     static convfind_find_result res[CAP];
     int count = 0;
-    check(convfind_find(ctx, p, res, CAP, &count), "find");
+    check(convfind_find(ctx, p, CONVFIND_WEIGHTS_CONSTANT, res, CAP, &count), "find");
     for (int i = 0; i < count && i < CAP; i++) {
         if (res[i].status != CONVFIND_CANDIDATE_OK || strcmp(res[i].algorithm, *used) == 0)
             continue;
+        convfind_plan_options po;
+        convfind_plan_options_init(&po);
+        po.algorithm = res[i].algorithm;
+        po.weights = r.w;
         convfind_plan *alt;
-        if (convfind_plan_create_with_algorithm(ctx, p, res[i].algorithm, &alt) != CONVFIND_OK)
+        if (convfind_plan_create_ex(ctx, p, &po, &alt) != CONVFIND_OK)
             continue;
-        convfind_packed_weights *pw;
-        check(convfind_packed_weights_create(alt, r.t.w, &pw), "packed weights");
         runner a = r;
         a.plan = alt;
-        a.t.packed_w = pw;
         a.graph = NULL;
         run_batch(&a); /* outside the capture first: the thread's plan and its trial */
         double ms = -1;
@@ -175,7 +177,6 @@ static double graph_time(convfind_context *ctx, const convfind_problem *p, runne
             cudaGraphExecDestroy(a.graph);
             *used = res[i].algorithm;
         }
-        convfind_packed_weights_destroy(pw);
         convfind_plan_destroy(alt);
         if (ms >= 0)
             return ms;
@@ -250,16 +251,17 @@ int main(int argc, char **argv)
             check_cuda(cudaStreamSynchronize(stream), "fill");
             if (top > 0)
                 show_candidates(ctx, p, top);
+            /* As an inference runtime would: constant weights, packed once into the chosen
+             * configuration's layout (PyTorch's channels_last weights are, too), as Find
+             * timed the candidates. */
             double t0 = now_s();
             convfind_plan *plan;
-            check(convfind_plan_create(ctx, p, &plan), "plan");
+            convfind_plan_options po;
+            convfind_plan_options_init(&po);
+            po.weights = w;
+            check(convfind_plan_create_ex(ctx, p, &po, &plan), "plan");
             const double find_s = now_s() - t0;
-            /* As an inference runtime would: weights packed once into the chosen
-             * configuration's layout (PyTorch's channels_last weights are, too). */
-            convfind_packed_weights *pw;
-            check(convfind_packed_weights_create(plan, w, &pw), "packed weights");
-            runner r = {.plan = plan,
-                        .t = {.x = x, .w = w, .b = b, .z = z, .y = y, .packed_w = pw},
+            runner r = {.plan = plan, .w = w, .t = {.x = x, .b = b, .z = z, .y = y},
                         .stream = stream};
             call_ms[li][i] = time_layer(&r, e0, e1);
             const char *used;
@@ -273,7 +275,6 @@ int main(int argc, char **argv)
                    strcmp(used, convfind_plan_algorithm(plan)) ? " graph_algo=" : "",
                    strcmp(used, convfind_plan_algorithm(plan)) ? used : "");
             fflush(stdout);
-            convfind_packed_weights_destroy(pw);
             convfind_plan_destroy(plan);
             convfind_problem_destroy(p);
             cudaFree(x);

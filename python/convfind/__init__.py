@@ -68,8 +68,9 @@ class Context(ContextBase):
     the find database.  Any number of threads may use one context at once.
 
     threads           worker threads per execution; 0: all online cores
-    policy            'hybrid' (database, else measure), 'exhaustive', 'heuristic',
-                      'replay' or 'deferred' (heuristic now, measure in the background)
+    policy            'default' ($CONVFIND_FIND_POLICY if set, else 'hybrid'), 'hybrid'
+                      (database, else measure), 'exhaustive', 'heuristic', 'replay' or
+                      'deferred' (heuristic now, measure in the background)
     db                find-database path; ':memory:' for none; None: the default location
                       ($CONVFIND_DB_PATH, then $XDG_CACHE_HOME/convfind, ~/.cache/convfind)
     device            'cpu', 'cuda' or 'cuda:N'
@@ -82,7 +83,7 @@ class Context(ContextBase):
     find_validate     check every candidate against the reference during Find
     """
 
-    def __init__(self, threads=0, policy="hybrid", db=None, device="cpu", math="strict", *,
+    def __init__(self, threads=0, policy="default", db=None, device="cpu", math="strict", *,
                  system_db=None, db_env_policy="retune", workspace_limit=0, cache_bytes=0,
                  find_time_budget=0.0, find_validate=True):
         code, index = _attrs.device(device)
@@ -143,20 +144,22 @@ class Context(ContextBase):
         b_const = None if b is None or isinstance(b, bool) else b
         return self._plan(spec, w_const, b_const, algorithm)
 
-    def find(self, x, w, b=None, z=None, *, dtype=None, **attrs):
+    def find(self, x, w, b=None, z=None, *, dtype=None, weights=None, **attrs):
         """Measures every candidate for the problem now (unless the context holds a
         measured decision already) and returns the ranked FindResult list, best first;
         the best becomes the context's decision.  Arguments as plan(); only shapes
-        matter."""
+        matter, and weights ('constant' or 'per_call'; None: 'constant' when w is an
+        array, as plan() makes it) says which plans the measurement is for."""
         spec = self._spec(x, w, b is not None and b is not False,
                           z is not None and z is not False, dtype, attrs)
-        return self._find(spec)
+        return self._find(spec, _attrs.constant_weights(w, weights))
 
-    def key(self, x, w, b=None, z=None, *, dtype=None, **attrs):
-        """The canonical decision key of the problem on this context (docs/key.md)."""
+    def key(self, x, w, b=None, z=None, *, dtype=None, weights=None, **attrs):
+        """The canonical decision key of the problem on this context (docs/key.md) for
+        plans whose weights are as find() says."""
         spec = self._spec(x, w, b is not None and b is not False,
                           z is not None and z is not False, dtype, attrs)
-        return self._key(spec)
+        return self._key(spec, _attrs.constant_weights(w, weights))
 
 
 _default = None

@@ -33,7 +33,8 @@ class Context(ContextBase):
     device: str
     math: str
     def __init__(self, threads: int = 0,
-                 policy: Literal["hybrid", "exhaustive", "heuristic", "replay", "deferred"] = "hybrid",
+                 policy: Literal["default", "hybrid", "exhaustive", "heuristic", "replay",
+                                 "deferred"] = "default",
                  db: Optional[Any] = None, device: str = "cpu",
                  math: Literal["strict", "tf32"] = "strict", *, system_db: Optional[Any] = None,
                  db_env_policy: Literal["retune", "ignore"] = "retune", workspace_limit: int = 0,
@@ -50,9 +51,11 @@ class Context(ContextBase):
     def plan(self, x: ArrayOrShape, w: ArrayOrShape, b: Any = None, z: Any = None, *,
              algorithm: Optional[str] = None, dtype: Any = None, **attributes: Any) -> Plan: ...
     def find(self, x: ArrayOrShape, w: ArrayOrShape, b: Any = None, z: Any = None, *,
-             dtype: Any = None, **attributes: Any) -> list[FindResult]: ...
+             dtype: Any = None, weights: Optional[Literal["constant", "per_call"]] = None,
+             **attributes: Any) -> list[FindResult]: ...
     def key(self, x: ArrayOrShape, w: ArrayOrShape, b: Any = None, z: Any = None, *,
-            dtype: Any = None, **attributes: Any) -> str: ...
+            dtype: Any = None, weights: Optional[Literal["constant", "per_call"]] = None,
+            **attributes: Any) -> str: ...
 
 def default_context() -> Context: ...
 def conv(x: Any, w: Any, b: Any = None, z: Any = None, **kwargs: Any) -> Any: ...

@@ -24,8 +24,10 @@ ACTIVATIONS = {
     "tanh": 5,
     "hard_sigmoid": 6,
 }
-POLICIES = {"heuristic": 0, "exhaustive": 1, "hybrid": 2, "replay": 3, "deferred": 4}
+POLICIES = {"default": 0, "heuristic": 1, "exhaustive": 2, "hybrid": 3, "replay": 4,
+            "deferred": 5}
 DB_ENV_POLICIES = {"retune": 0, "ignore": 1}
+WEIGHTS = {"per_call": False, "constant": True}
 DEVICES = {"cpu": 0, "cuda": 1}
 
 FLT_MAX = 3.4028234663852886e38
@@ -51,6 +53,14 @@ def choice(table, value, what):
     if key in table:
         return table[key]
     raise ValueError(f"{what}={value!r}: expected one of {', '.join(map(repr, table))}")
+
+
+def constant_weights(w, weights):
+    """Whether plans of this usage hold their weights: `weights` ('constant' or
+    'per_call'), else whether w is an array rather than a shape, as Context.plan reads it."""
+    if weights is None:
+        return not isinstance(w, (tuple, list))
+    return choice(WEIGHTS, weights, "weights")
 
 
 def dtype_name(value):

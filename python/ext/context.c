@@ -39,13 +39,14 @@ static int context_init(cfpy_context *self, PyObject *args, PyObject *kwargs)
                             "find_validate", "device", "device_index", NULL};
     convfind_context_options o;
     convfind_context_options_init(&o);
-    int policy = (int)o.find_policy, env = (int)o.db_env_policy, device = 0;
+    int policy = (int)o.find_policy, env = (int)o.db_env_policy, device = 0, validate = 1;
     Py_ssize_t workspace = 0, cache = 0;
     if (!PyArg_ParseTupleAndKeywords(args, kwargs, "|$iizziindpii", names, &o.num_threads,
                                      &policy, &o.db_path, &o.system_db_path, &env, &workspace,
-                                     &cache, &o.find_time_budget_s, &o.find_validate, &device,
+                                     &cache, &o.find_time_budget_s, &validate, &device,
                                      &o.device_index))
         return -1;
+    o.find_skip_validation = !validate;
     if (self->ctx != NULL) {
         PyErr_SetString(PyExc_RuntimeError, "Context.__init__ called twice");
         return -1;
@@ -121,11 +122,23 @@ static PyObject *find_result(const convfind_find_result *r)
     return o;
 }
 
-static PyObject *context_find(cfpy_context *self, PyObject *spec)
+/* The spec tuple and the weights usage (a bool: constant) of _find and _key. */
+static int usage_args(PyObject *args, convfind_conv_desc *d, convfind_weights *weights)
+{
+    PyObject *spec;
+    int constant;
+    if (!PyArg_ParseTuple(args, "Op", &spec, &constant) || cfpy_desc_from_spec(spec, d) < 0)
+        return -1;
+    *weights = constant ? CONVFIND_WEIGHTS_CONSTANT : CONVFIND_WEIGHTS_PER_CALL;
+    return 0;
+}
+
+static PyObject *context_find(cfpy_context *self, PyObject *args)
 {
     convfind_conv_desc d;
+    convfind_weights weights;
     convfind_problem *problem = NULL;
-    if (ready(self) < 0 || cfpy_desc_from_spec(spec, &d) < 0)
+    if (ready(self) < 0 || usage_args(args, &d, &weights) < 0)
         return NULL;
     convfind_status st = convfind_problem_create(&d, &problem);
     if (st != CONVFIND_OK)
@@ -139,7 +152,7 @@ static PyObject *context_find(cfpy_context *self, PyObject *spec)
             return PyErr_NoMemory();
         }
         Py_BEGIN_ALLOW_THREADS
-        st = convfind_find(self->ctx, problem, results, capacity, &count);
+        st = convfind_find(self->ctx, problem, weights, results, capacity, &count);
         Py_END_ALLOW_THREADS
         if (st != CONVFIND_OK || count <= capacity)
             break;
@@ -160,22 +173,23 @@ static PyObject *context_find(cfpy_context *self, PyObject *spec)
     return list;
 }
 
-static PyObject *context_key(cfpy_context *self, PyObject *spec)
+static PyObject *context_key(cfpy_context *self, PyObject *args)
 {
     convfind_conv_desc d;
+    convfind_weights weights;
     convfind_problem *problem = NULL;
-    if (ready(self) < 0 || cfpy_desc_from_spec(spec, &d) < 0)
+    if (ready(self) < 0 || usage_args(args, &d, &weights) < 0)
         return NULL;
     convfind_status st = convfind_problem_create(&d, &problem);
     if (st != CONVFIND_OK)
         return cfpy_raise_status(st);
-    size_t n = convfind_problem_key(self->ctx, problem, NULL, 0);
+    size_t n = convfind_problem_key(self->ctx, problem, weights, NULL, 0);
     char *buf = PyMem_Malloc(n + 1);
     PyObject *key = NULL;
     if (buf == NULL) {
         PyErr_NoMemory();
     } else {
-        convfind_problem_key(self->ctx, problem, buf, n + 1);
+        convfind_problem_key(self->ctx, problem, weights, buf, n + 1);
         key = PyUnicode_FromStringAndSize(buf, (Py_ssize_t)n);
         PyMem_Free(buf);
     }
@@ -186,21 +200,23 @@ static PyObject *context_key(cfpy_context *self, PyObject *spec)
 static PyObject *context_stats(cfpy_context *self, PyObject *unused)
 {
     (void)unused;
-    convfind_context_stats s;
+    convfind_context_stats s = {.struct_size = sizeof s};
     if (ready(self) < 0)
         return NULL;
     convfind_status st = convfind_context_stats_get(self->ctx, &s);
     if (st != CONVFIND_OK)
         return cfpy_raise_status(st);
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:n,s:n,s:n,s:n}", "hits",
+        "{s:K,s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:n,s:n,s:n,s:n,s:K,s:K,s:K}", "hits",
         (unsigned long long)s.hits, "misses", (unsigned long long)s.misses, "waits",
         (unsigned long long)s.waits, "finds", (unsigned long long)s.finds, "find_seconds",
         s.find_seconds, "evictions", (unsigned long long)s.evictions, "fallbacks",
         (unsigned long long)s.fallbacks, "deferred_updates",
         (unsigned long long)s.deferred_updates, "cache_entries", (Py_ssize_t)s.cache_entries,
         "cache_bytes", (Py_ssize_t)s.cache_bytes, "cache_peak_bytes",
-        (Py_ssize_t)s.cache_peak_bytes, "cache_budget", (Py_ssize_t)s.cache_budget);
+        (Py_ssize_t)s.cache_peak_bytes, "cache_budget", (Py_ssize_t)s.cache_budget, "stored",
+        (unsigned long long)s.stored, "store_failures", (unsigned long long)s.store_failures,
+        "seeded", (unsigned long long)s.seeded);
 }
 
 static PyObject *get_device_code(cfpy_context *self, void *closure)
@@ -218,9 +234,12 @@ static PyObject *get_device_index(cfpy_context *self, void *closure)
 static PyMethodDef context_methods[] = {
     {"_plan", (PyCFunction)(void (*)(void))context_plan, METH_VARARGS | METH_KEYWORDS,
      "_plan(spec, w=None, b=None, algorithm=None): a Plan of a spec tuple."},
-    {"_find", (PyCFunction)context_find, METH_O,
-     "_find(spec): the ranked candidates of a spec tuple, measuring them if needed."},
-    {"_key", (PyCFunction)context_key, METH_O, "_key(spec): the decision key of a spec tuple."},
+    {"_find", (PyCFunction)context_find, METH_VARARGS,
+     "_find(spec, constant): the ranked candidates of a spec tuple for plans with constant\n"
+     "or per-call weights, measuring them if needed."},
+    {"_key", (PyCFunction)context_key, METH_VARARGS,
+     "_key(spec, constant): the decision key of a spec tuple for plans with constant or\n"
+     "per-call weights."},
     {"stats", (PyCFunction)context_stats, METH_NOARGS,
      "stats()\n--\n\nA snapshot of the context's counters as a dict: hits, misses, waits,\n"
      "finds, find_seconds, evictions, fallbacks, deferred_updates, cache_entries,\n"

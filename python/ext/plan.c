@@ -1,6 +1,7 @@
 /*
  * plan.c - convfind.Plan: a problem bound to a context and an algorithm, with its
- * constant weights (if given at plan time) copied and packed once.  Plan.execute is the
+ * constant weights (if given at plan time) handed to the library's plan, which copies
+ * and packs them once and keys its decision by that usage.  Plan.execute is the
  * per-call path: arguments parsed by hand (vectorcall), buffers borrowed without
  * copies, the GIL released around convfind_execute, so that many Python threads run
  * plans of one context at once.  A plan keeps its context alive: convfind requires
@@ -15,8 +16,7 @@ typedef struct cfpy_plan {
     cfpy_context *owner;
     convfind_problem *problem;
     convfind_plan *plan;
-    convfind_packed_weights *packed;
-    PyObject *w_const; /* bytes: the weights given at plan time, or NULL */
+    int w_const;       /* the weights were given at plan time (the plan holds them) */
     PyObject *b_const; /* bytes: the bias given at plan time, or NULL */
     convfind_dtype dtype;
     int has_bias, has_residual;
@@ -47,17 +47,15 @@ static PyObject *int_tuple(int n, const int64_t *v)
 
 static void plan_dealloc(cfpy_plan *self)
 {
-    convfind_packed_weights_destroy(self->packed);
     convfind_plan_destroy(self->plan);
     convfind_problem_destroy(self->problem);
-    Py_XDECREF(self->w_const);
     Py_XDECREF(self->b_const);
     Py_XDECREF(self->y_shape_obj);
     Py_XDECREF((PyObject *)self->owner);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* Copies a constant host tensor (weights or bias) of the expected shape into bytes. */
+/* Copies a constant host tensor (the bias) of the expected shape into bytes. */
 static PyObject *copy_constant(PyObject *obj, const char *name, convfind_dtype dtype, int ndim,
                                const int64_t *shape)
 {
@@ -76,34 +74,44 @@ static PyObject *copy_constant(PyObject *obj, const char *name, convfind_dtype d
     return copy;
 }
 
-/* The constant weights and bias of a plan: copied, and the weights packed once. */
-static int bind_constants(cfpy_plan *p, PyObject *w, PyObject *b)
+/* A plan's constant bias, copied; the library has no constant bias. */
+static int bind_bias(cfpy_plan *p, PyObject *b)
 {
-    if ((w != Py_None || b != Py_None) && p->owner->device != CONVFIND_DEVICE_CPU) {
-        cfpy_raise_fmt(CONVFIND_ERR_UNSUPPORTED,
-                       "constant weights are host arrays: on a CUDA context pass w and b "
-                       "to execute()");
+    if (b == Py_None)
+        return 0;
+    if (!p->has_bias) {
+        PyErr_SetString(PyExc_ValueError, "b given to a problem without bias");
         return -1;
     }
-    if (b != Py_None) {
-        if (!p->has_bias) {
-            PyErr_SetString(PyExc_ValueError, "b given to a problem without bias");
+    p->b_const = copy_constant(b, "b", p->dtype, 1, &p->b_len);
+    return p->b_const == NULL ? -1 : 0;
+}
+
+/* The library's plan, with the constant weights `w` (a host array, or None for weights
+ * given per call), which the library copies and packs.  -1 with a Python error set. */
+static int make_plan(cfpy_plan *p, PyObject *w, const char *algo)
+{
+    convfind_plan_options o;
+    convfind_plan_options_init(&o);
+    o.algorithm = algo;
+    cfpy_placement where = {CONVFIND_DEVICE_CPU, 0, Py_None};
+    cfpy_tensor t;
+    if (w != Py_None) {
+        if (cfpy_tensor_get(w, "w", 0, &where, &t) < 0)
+            return -1;
+        if (cfpy_tensor_expect(&t, "w", p->dtype, p->rank, p->w_shape) < 0) {
+            cfpy_tensor_release(&t);
             return -1;
         }
-        p->b_const = copy_constant(b, "b", p->dtype, 1, &p->b_len);
-        if (p->b_const == NULL)
-            return -1;
+        o.weights = t.data;
+        p->w_const = 1;
     }
-    if (w == Py_None)
-        return 0;
-    p->w_const = copy_constant(w, "w", p->dtype, p->rank, p->w_shape);
-    if (p->w_const == NULL)
-        return -1;
     convfind_status st;
-    const void *raw = PyBytes_AS_STRING(p->w_const);
     Py_BEGIN_ALLOW_THREADS
-    st = convfind_packed_weights_create(p->plan, raw, &p->packed);
+    st = convfind_plan_create_ex(p->owner->ctx, p->problem, &o, &p->plan);
     Py_END_ALLOW_THREADS
+    if (w != Py_None)
+        cfpy_tensor_release(&t);
     if (st != CONVFIND_OK) {
         cfpy_raise_status(st);
         return -1;
@@ -121,23 +129,22 @@ PyObject *cfpy_plan_create(cfpy_context *owner, const convfind_conv_desc *desc, 
     Py_INCREF(owner);
     p->problem = NULL;
     p->plan = NULL;
-    p->packed = NULL;
-    p->w_const = p->b_const = p->y_shape_obj = NULL;
+    p->w_const = 0;
+    p->b_const = p->y_shape_obj = NULL;
     p->dtype = desc->dtype;
     p->has_bias = desc->has_bias;
     p->has_residual = desc->has_residual;
     p->rank = desc->x_rank;
 
+    if ((w != Py_None || b != Py_None) && owner->device != CONVFIND_DEVICE_CPU) {
+        cfpy_raise_fmt(CONVFIND_ERR_UNSUPPORTED,
+                       "constant weights are host arrays: on a CUDA context pass w and b "
+                       "to execute()");
+        goto fail;
+    }
     convfind_status st = convfind_problem_create(desc, &p->problem);
     if (st != CONVFIND_OK)
         goto fail_status;
-    Py_BEGIN_ALLOW_THREADS
-    st = algo ? convfind_plan_create_with_algorithm(owner->ctx, p->problem, algo, &p->plan)
-              : convfind_plan_create(owner->ctx, p->problem, &p->plan);
-    Py_END_ALLOW_THREADS
-    if (st != CONVFIND_OK)
-        goto fail_status;
-
     int64_t y_logical[CONVFIND_MAX_RANK];
     int y_rank;
     st = convfind_problem_output_dims(p->problem, &y_rank, y_logical);
@@ -148,7 +155,7 @@ PyObject *cfpy_plan_create(cfpy_context *owner, const convfind_conv_desc *desc, 
     memcpy(p->w_shape, desc->w_dims, sizeof p->w_shape);
     p->b_len = y_logical[1];
     p->y_shape_obj = int_tuple(y_rank, p->y_shape);
-    if (p->y_shape_obj == NULL || bind_constants(p, w, b) < 0)
+    if (p->y_shape_obj == NULL || make_plan(p, w, algo) < 0 || bind_bias(p, b) < 0)
         goto fail;
     return (PyObject *)p;
 
@@ -271,7 +278,7 @@ static PyObject *plan_execute(cfpy_plan *self, PyObject *const *args, Py_ssize_t
 
     int64_t b_shape[1] = {self->b_len};
     call_tensors c = {.used = {0}};
-    convfind_tensors tensors = {.packed_w = self->packed};
+    convfind_tensors tensors = {.x = NULL};
     const void *y_data = NULL;
     PyObject *out = a[ARG_OUT];
     int allocated = 0;
@@ -280,13 +287,15 @@ static PyObject *plan_execute(cfpy_plan *self, PyObject *const *args, Py_ssize_t
                   &tensors.x) < 0)
         goto fail;
     if (a[ARG_W] != Py_None) {
-        tensors.packed_w = NULL; /* the packed form belongs to the plan's own weights */
+        if (self->w_const) {
+            PyErr_SetString(PyExc_ValueError, "w given to a plan with constant weights: the "
+                            "plan was made for them (make another plan for other weights)");
+            goto fail;
+        }
         if (get_input(&c, ARG_W, a[ARG_W], "w", &where, self->dtype, self->rank,
                       self->w_shape, &tensors.w) < 0)
             goto fail;
-    } else if (self->w_const != NULL) {
-        tensors.w = PyBytes_AS_STRING(self->w_const);
-    } else {
+    } else if (!self->w_const) {
         PyErr_SetString(PyExc_TypeError, "execute() needs w: the plan has no constant weights");
         goto fail;
     }
@@ -444,7 +453,7 @@ static PyObject *get_has_residual(cfpy_plan *self, void *closure)
 static PyObject *get_constant_weights(cfpy_plan *self, void *closure)
 {
     (void)closure;
-    return PyBool_FromLong(self->w_const != NULL);
+    return PyBool_FromLong(self->w_const);
 }
 
 static PyObject *plan_describe(cfpy_plan *self, PyObject *unused)

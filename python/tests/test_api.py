@@ -47,7 +47,8 @@ def test_plan_packs_constant_weights_once_and_reports_its_decision(ctx, rng):
     plan = ctx.plan(x.shape, w, b, pads=[1, 1, 1, 1], activation="relu")
     assert plan.constant_weights and plan.has_bias and not plan.has_residual
     assert plan.source == "heuristic" and plan.algorithm in convfind.algorithms()
-    assert plan.key.startswith("v1;conv;f32;nchw;n=1;c=8") and plan.key_hash > 0
+    assert plan.key.startswith("v2;conv;f32;nchw;n=1;c=8") and plan.key_hash > 0
+    assert ";weights=constant;" in plan.key
     assert plan.output_shape == (1, 8, 10, 10) and plan.weight_shape == w.shape
     ref = reference_conv(x, w, b, pads=(1,) * 4, activation="relu")
     w[:] = 0  # the plan copied its weights: later changes to the array do not matter
@@ -81,12 +82,15 @@ def test_forced_algorithm_and_unknown_algorithm(ctx, rng):
 
 def test_find_ranks_candidates_and_the_best_becomes_the_decision(rng):
     ctx = convfind.Context(threads=1, policy="heuristic", db=":memory:", find_time_budget=0.05)
-    results = ctx.find((1, 8, 12, 12), (8, 8, 3, 3), pads=[1] * 4)
+    results = ctx.find((1, 8, 12, 12), (8, 8, 3, 3), pads=[1] * 4, weights="constant")
     assert results and isinstance(results[0], convfind.FindResult)
     assert results[0].status == "ok" and results[0].repeats > 0
     plan = ctx.plan((1, 8, 12, 12), rand(rng, 8, 8, 3, 3), pads=[1] * 4)
     assert plan.algorithm == results[0].algorithm and plan.source == "measured"
     assert ctx.stats()["finds"] == 1
+    # A plan given its weights per call has a decision of its own, not yet measured.
+    assert ctx.key((1, 8, 12, 12), (8, 8, 3, 3), pads=[1] * 4) != plan.key
+    assert ctx.plan((1, 8, 12, 12), (8, 8, 3, 3), pads=[1] * 4).source == "heuristic"
 
 
 def test_stats_count_hits_and_misses(ctx, rng):

@@ -35,7 +35,7 @@
 /* The version of this interface and of every internal struct it passes (cf_problem,
  * cf_algo, cf_exec_args, cf_candidate_stats, cf_fingerprint).  A module is used only when
  * it was built against the same interface and the same library version. */
-#define CF_BACKEND_ABI 2
+#define CF_BACKEND_ABI 3
 
 /* A backend's own per-context state; each backend defines what it holds. */
 typedef struct cf_backend_state cf_backend_state;
@@ -58,6 +58,16 @@ typedef struct cf_backend_config {
 enum { CF_FIND_LIST_UNVETTED = 1, CF_FIND_LIST_INEXACT = 2 };
 #define CF_FIND_LIST_VALIDATING (CF_FIND_LIST_UNVETTED | CF_FIND_LIST_INEXACT)
 
+/* How a Find session runs its candidates: what bench_create() gets. */
+typedef struct cf_bench_config {
+    bool validate;          /* compare every candidate with the reference */
+    bool constant_weights;  /* time candidates with weights rearranged once (pack_weights
+                               at prepare), as a plan with constant weights runs; else
+                               every run rearranges them itself, as per-call weights do */
+    size_t workspace_limit; /* largest admissible workspace; 0: unlimited */
+    cf_threadpool *pool;    /* how executions will run */
+} cf_bench_config;
+
 /* A backend's Find session (test tensors, reference output, timers) and one prepared
  * candidate in it; each backend defines them. */
 typedef struct cf_find_bench cf_find_bench;
@@ -74,22 +84,23 @@ typedef struct cf_find_hooks {
      * (cf_backend_algos), each usable within `workspace_limit` or NOT_APPLICABLE. */
     int (*enumerate)(const cf_backend_state *s, const cf_problem *p, size_t workspace_limit,
                      unsigned lists, const cf_algo **algos, cf_candidate_stats *stats, int cap);
-    /* Test tensors of `p`, filled with non-zero values, and with `validate` the
+    /* Test tensors of `p`, filled with non-zero values, and with config->validate the
      * reference output.  On failure nothing is left to destroy. */
     convfind_status (*bench_create)(const cf_backend_state *s, const cf_problem *p,
-                                    bool validate, size_t workspace_limit, cf_threadpool *pool,
-                                    cf_find_bench **out);
+                                    const cf_bench_config *config, cf_find_bench **out);
     void (*bench_destroy)(cf_find_bench *b);
-    /* Prepares candidate `algo` (form c->algo) for runs: its state, workspace and packed
-     * weights.  Returns CF_CAND_OK with *out set, or the candidate's status when it
+    /* Prepares candidate `algo` (form c->algo) for runs: its state, workspace and, with
+     * constant weights, its packed weights.  Returns CF_CAND_OK with *out set, or the candidate's status when it
      * cannot run (FAILED: it refused; ABANDONED: memory, no verdict; NOT_APPLICABLE:
      * over the workspace limit) with nothing held.  May set c->workspace_bytes. */
     cf_candidate_status (*prepare)(cf_find_bench *b, const cf_algo *algo,
                                    cf_candidate_stats *c, cf_find_ready **out);
     void (*release)(cf_find_bench *b, cf_find_ready *r);
     /* Runs the candidate into a poisoned Y (so an unwritten output fails) and, when the
-     * bench validates, compares Y with the reference by the backend's bound.  *runs: how
-     * many runs that took (they count as warm-up runs).  False: FAILED. */
+     * bench validates, compares Y with the reference by the backend's bound, on every
+     * path a plan of the bench's usage may take (with constant weights: packed, and
+     * unpacked as a fallback runs).  *runs: how many runs that took (they count as
+     * warm-up runs).  False: FAILED. */
     bool (*check)(cf_find_bench *b, cf_find_ready *r, int *runs);
     /* One sample: `batch` runs back to back, the time per run in milliseconds. */
     convfind_status (*sample)(cf_find_bench *b, cf_find_ready *r, int batch, double *ms);
@@ -134,6 +145,12 @@ typedef struct cf_backend {
     /* Optional (device backends): 1 when device `index` can be used now, else 0 with the
      * reason in `why`.  Thread-safe. */
     int (*available)(int index, char *why, size_t size);
+    /* A plan's private copy of its constant weights (`bytes` of them at `w`, memory of
+     * the backend's tensors: host, or the device of `s`), in memory of that kind; and its
+     * release.  Thread-safe. */
+    convfind_status (*weights_copy)(const cf_backend_state *s, const void *w, size_t bytes,
+                                    void **copy);
+    void (*weights_free)(const cf_backend_state *s, void *copy);
     /* Every algorithm of the backend, the reference last.  Static storage. */
     const cf_algo *const *(*algorithms)(int *count);
     const cf_algo *reference; /* runs every problem the library accepts: the last resort */

@@ -7,9 +7,8 @@
  * CPU context and to a device algorithm on a CUDA context, never across.
  *
  * Tests can substitute the host backend's list (fake algorithms that fail, are wrong, or
- * need workspace) through cf_algos_override(); it is compiled into the library but inert
- * until a test calls it.  It lives here, under Find and plans, because both must see the
- * substitute.
+ * need workspace) through cf_test_control (core/test_control.h), which sets it here with
+ * cf_algos_override(): under Find and plans, because both must see the substitute.
  */
 #ifndef CONVFIND_ALGO_REGISTRY_H
 #define CONVFIND_ALGO_REGISTRY_H
@@ -43,8 +42,9 @@ int cf_backend_max_candidates(const cf_backend *b);
  * class.  What a CPU context keys decisions by, and the find-db's environment names. */
 convfind_status cf_host_fingerprint(int threads, size_t limit, cf_fingerprint *fp);
 
-/* Test only: replaces the host backend's list (NULL restores it).  `list` must outlive
- * its use and must end with the reference.  Not to be called while contexts are in use. */
+/* Replaces the host backend's list (NULL restores it); only cf_test_control calls it.
+ * `list` must outlive its use and must end with the reference.  Not to be called while
+ * contexts are in use. */
 void cf_algos_override(const cf_algo *const *list, int count);
 
 #endif /* CONVFIND_ALGO_REGISTRY_H */

@@ -3,7 +3,6 @@
  */
 #include "cache/cache.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -320,30 +319,6 @@ convfind_status cf_cache_acquire(cf_cache *c, const cf_key *key, cf_cache_entry 
     }
 }
 
-/* CONVFIND_LOG=info, read once. */
-static pthread_once_t log_once = PTHREAD_ONCE_INIT;
-static bool log_info;
-
-static void log_init(void)
-{
-    const char *v = getenv("CONVFIND_LOG");
-    log_info = v && (strcmp(v, "info") == 0 || strcmp(v, "debug") == 0);
-}
-
-static const char *source_name(cf_source s)
-{
-    return s == CF_SOURCE_MEASURED ? "measured" : s == CF_SOURCE_STORED ? "stored" : "heuristic";
-}
-
-static void log_decision(const cf_cache_entry *e)
-{
-    pthread_once(&log_once, log_init);
-    if (log_info)
-        fprintf(stderr, "convfind: info: decision %s -> %s (%s%s, %d candidates)\n",
-                e->key.text, e->decision.algo, source_name(e->source),
-                e->provisional ? ", provisional" : "", e->decision.n_candidates);
-}
-
 void cf_cache_publish(cf_cache *c, cf_cache_entry *e, cf_decision *decision, cf_source source,
                       bool provisional)
 {
@@ -352,7 +327,6 @@ void cf_cache_publish(cf_cache *c, cf_cache_entry *e, cf_decision *decision, cf_
     memset(decision, 0, sizeof *decision);
     e->source = source;
     e->provisional = provisional;
-    log_decision(e);
     pthread_mutex_lock(&e->mu);
     atomic_store_explicit(&e->state, CF_ENTRY_READY, memory_order_release);
     pthread_cond_broadcast(&e->cv);
@@ -395,7 +369,6 @@ void cf_cache_replace(cf_cache *c, cf_cache_entry *old, cf_decision *decision, c
         cf_cache_release(n);
         return;
     }
-    log_decision(n);
     shard *s = shard_of(c, old->key.hash);
     cf_brlock_write(&s->lock);
     bool swapped = old->linked;

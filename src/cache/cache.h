@@ -91,7 +91,7 @@ convfind_status cf_cache_acquire(cf_cache *c, const cf_key *key, cf_cache_entry 
                                  bool *owner);
 
 /* The owner publishes the decision (ownership of its candidates moves into the entry)
- * and wakes the waiters.  The owner keeps its reference (release it when done).  With CONVFIND_LOG=info, logs the decision (once per entry). */
+ * and wakes the waiters.  The owner keeps its reference (release it when done). */
 void cf_cache_publish(cf_cache *c, cf_cache_entry *e, cf_decision *decision, cf_source source,
                       bool provisional);
 

@@ -12,11 +12,12 @@
 #include "util/intern.h"
 
 size_t convfind_problem_key(const convfind_context *ctx, const convfind_problem *problem,
-                            char *buf, size_t size)
+                            convfind_weights weights, char *buf, size_t size)
 {
     cf_clear_error();
     cf_key key;
-    if (!ctx || !problem || cf_context_key(ctx, problem, &key) != CONVFIND_OK)
+    if (!ctx || !problem || (unsigned)weights > (unsigned)CONVFIND_WEIGHTS_CONSTANT ||
+        cf_context_key(ctx, problem, (cf_weights)weights, &key) != CONVFIND_OK)
         return 0;
     if (buf && size)
         snprintf(buf, size, "%s", key.text);
@@ -27,15 +28,9 @@ size_t convfind_problem_key(const convfind_context *ctx, const convfind_problem 
 static const cf_cache_entry *measured(convfind_context *ctx, const cf_problem *p,
                                       cf_cache_entry *e, convfind_status *st)
 {
-    const cf_cache_entry *latest = cf_cache_latest(e);
-    if (latest->source == CF_SOURCE_MEASURED)
-        return latest;
-    cf_find_config cfg;
-    cf_context_find_config(ctx, latest->decision.algo, NULL, &cfg);
-    cf_decision d;
-    if ((*st = cf_decision_measure(ctx, p, &e->key, &cfg, false, &d)) != CONVFIND_OK)
+    if (cf_cache_latest(e)->source != CF_SOURCE_MEASURED &&
+        (*st = cf_decision_remeasure(ctx, p, e, NULL)) != CONVFIND_OK)
         return NULL;
-    cf_cache_replace(ctx->cache, e, &d, CF_SOURCE_MEASURED);
     return cf_cache_latest(e);
 }
 
@@ -58,7 +53,8 @@ static void export_result(const convfind_context *ctx, const cf_candidate_stats 
 }
 
 convfind_status convfind_find(convfind_context *ctx, const convfind_problem *problem,
-                              convfind_find_result *results, int capacity, int *count)
+                              convfind_weights weights, convfind_find_result *results,
+                              int capacity, int *count)
 {
     cf_clear_error();
     if (!ctx || !problem || !count || (!results && capacity > 0))
@@ -66,12 +62,17 @@ convfind_status convfind_find(convfind_context *ctx, const convfind_problem *pro
                        !ctx ? "context" : !problem ? "problem" : !count ? "count" : "results");
     if (capacity < 0)
         return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "capacity = %d is negative", capacity);
+    if ((unsigned)weights > (unsigned)CONVFIND_WEIGHTS_CONSTANT)
+        return cf_fail(CONVFIND_ERR_INVALID_ENUM, "weights = %d is not a convfind_weights",
+                       (int)weights);
     *count = 0;
     cf_key key;
     cf_cache_entry *e;
-    convfind_status st = cf_context_key(ctx, problem, &key);
+    bool obtained;
+    convfind_status st = cf_context_key(ctx, problem, (cf_weights)weights, &key);
     if (st != CONVFIND_OK ||
-        (st = cf_decision_get(ctx, problem, &key, CONVFIND_FIND_EXHAUSTIVE, &e)) != CONVFIND_OK)
+        (st = cf_decision_get(ctx, problem, &key, CONVFIND_FIND_EXHAUSTIVE, &e, &obtained)) !=
+            CONVFIND_OK)
         return st;
     const cf_cache_entry *m = measured(ctx, problem, e, &st);
     if (m) {

@@ -14,24 +14,11 @@
 
 #include "algo/registry.h"
 #include "core/deferred.h"
+#include "core/options.h"
 #include "util/error.h"
 
 #define DEFAULT_CACHE_BYTES ((size_t)8 << 20)
 #define DEFAULT_FIND_BUDGET_S 1.0
-
-void convfind_context_options_init(convfind_context_options *options)
-{
-    if (!options)
-        return;
-    memset(options, 0, sizeof *options);
-    options->num_threads = 0;
-    options->find_policy = CONVFIND_FIND_HYBRID;
-    options->workspace_limit = 0;
-    options->db_path = NULL;
-    options->cache_bytes = 0;
-    options->find_time_budget_s = 0;
-    options->find_validate = 1;
-}
 
 static int online_cores(void)
 {
@@ -40,8 +27,9 @@ static int online_cores(void)
 }
 
 /* The find database.  It never fails the context over a file: a bad or unusable file
- * ends in quarantine or memory with a warning (docs/db.md).  It copies the paths.  Its
- * records name the host they were measured on, whatever the context's device. */
+ * ends in quarantine or memory with a warning (docs/db.md), through the context's log.
+ * It copies the paths.  Its records name the host they were measured on, whatever the
+ * context's device. */
 static convfind_status open_db(convfind_context *ctx, const convfind_context_options *o)
 {
     cf_fingerprint host;
@@ -53,6 +41,7 @@ static convfind_status open_db(convfind_context *ctx, const convfind_context_opt
     c.path = o->db_path;
     c.system_path = o->system_db_path;
     c.env_policy = o->db_env_policy;
+    c.log = ctx->log;
     ctx->options.system_db_path = NULL; /* the database keeps its own copy */
     return cf_db_open(&c, &ctx->db);
 }
@@ -67,6 +56,15 @@ static convfind_status open_backend(convfind_context *ctx, const convfind_contex
         .workspace_limit = o->workspace_limit,
     };
     return ctx->backend->open(&config, &ctx->device);
+}
+
+/* The caller's thread pool when it gave one, else one of the context's own. */
+static convfind_status open_pool(convfind_context *ctx, const convfind_context_options *o)
+{
+    if (o->parallel_for)
+        return cf_threadpool_create_external(ctx->num_threads, o->parallel_for,
+                                             o->parallel_for_user, &ctx->pool);
+    return cf_threadpool_create(ctx->num_threads, &ctx->pool);
 }
 
 int convfind_cuda_available(int index, char *why, size_t size)
@@ -86,6 +84,9 @@ static convfind_status check_options(const convfind_context_options *o)
     if (o->num_threads < 0 || o->num_threads > 4096)
         return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "num_threads = %d is outside 0..4096",
                        o->num_threads);
+    if (o->parallel_for && o->num_threads == 0)
+        return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "num_threads = 0 with parallel_for set: "
+                       "say how many threads the caller's pool runs");
     if ((unsigned)o->find_policy > (unsigned)CONVFIND_FIND_DEFERRED)
         return cf_fail(CONVFIND_ERR_INVALID_ENUM, "find_policy = %d is not a convfind_find_policy",
                        (int)o->find_policy);
@@ -96,10 +97,37 @@ static convfind_status check_options(const convfind_context_options *o)
     if ((unsigned)o->device > (unsigned)CONVFIND_DEVICE_CUDA)
         return cf_fail(CONVFIND_ERR_INVALID_ENUM, "device = %d is not a convfind_device",
                        (int)o->device);
-    if (o->find_validate != 0 && o->find_validate != 1)
-        return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "find_validate = %d is neither 0 nor 1",
-                       o->find_validate);
+    if (o->find_skip_validation != 0 && o->find_skip_validation != 1)
+        return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE,
+                       "find_skip_validation = %d is neither 0 nor 1", o->find_skip_validation);
+    if ((unsigned)o->log_level > (unsigned)CONVFIND_LOG_DEBUG)
+        return cf_fail(CONVFIND_ERR_INVALID_ENUM, "log_level = %d is not a convfind_log_level",
+                       (int)o->log_level);
     return CONVFIND_OK;
+}
+
+/* The settings that come from the options, else the environment, else the defaults. */
+static void resolve(convfind_context *ctx, const convfind_context_options *o)
+{
+    cf_env_read(&ctx->env);
+    ctx->log.fn = o->log_fn;
+    ctx->log.user = o->log_user;
+    ctx->log.level = o->log_level ? o->log_level
+                     : ctx->env.log_level ? ctx->env.log_level
+                                          : CONVFIND_LOG_WARNING;
+    ctx->find_policy = o->find_policy ? o->find_policy
+                       : ctx->env.find_policy ? ctx->env.find_policy
+                                              : CONVFIND_FIND_HYBRID;
+    ctx->options.find_policy = ctx->find_policy;
+    ctx->options.log_level = ctx->log.level;
+    if (!ctx->options.cache_bytes)
+        ctx->options.cache_bytes = DEFAULT_CACHE_BYTES;
+    if (ctx->options.find_time_budget_s == 0)
+        ctx->options.find_time_budget_s = DEFAULT_FIND_BUDGET_S;
+    ctx->find_workspace_limit =
+        cf_workspace_class_bytes(cf_workspace_class(o->workspace_limit));
+    ctx->num_threads = o->num_threads ? o->num_threads : online_cores();
+    ctx->options.num_threads = ctx->num_threads;
 }
 
 convfind_status convfind_context_create(const convfind_context_options *options,
@@ -109,28 +137,20 @@ convfind_status convfind_context_create(const convfind_context_options *options,
     if (!out)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "out (convfind_context **) is NULL");
     *out = NULL;
-    convfind_context_options defaults;
-    convfind_context_options_init(&defaults);
-    if (!options)
-        options = &defaults;
-    convfind_status st = check_options(options);
-    if (st != CONVFIND_OK)
+    convfind_context_options o;
+    convfind_status st = cf_options_read(options, sizeof o, "convfind_context_options", &o);
+    if (st != CONVFIND_OK || (st = check_options(&o)) != CONVFIND_OK)
         return st;
 
     convfind_context *ctx = calloc(1, sizeof *ctx);
     if (!ctx)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a context");
-    ctx->options = *options;
-    if (!ctx->options.cache_bytes)
-        ctx->options.cache_bytes = DEFAULT_CACHE_BYTES;
-    if (ctx->options.find_time_budget_s == 0)
-        ctx->options.find_time_budget_s = DEFAULT_FIND_BUDGET_S;
+    ctx->options = o;
     ctx->options.db_path = NULL;
-    ctx->find_workspace_limit =
-        cf_workspace_class_bytes(cf_workspace_class(options->workspace_limit));
-    ctx->num_threads = options->num_threads ? options->num_threads : online_cores();
-    st = cf_backend_for(options->device, &ctx->backend);
-    if (st == CONVFIND_OK && options->db_path && !(ctx->db_path = strdup(options->db_path)))
+    resolve(ctx, &o);
+    cf_env_report(&ctx->env, &ctx->log);
+    st = cf_backend_for(o.device, &ctx->backend);
+    if (st == CONVFIND_OK && o.db_path && !(ctx->db_path = strdup(o.db_path)))
         st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot copy db_path");
     ctx->options.db_path = ctx->db_path;
     /* An entry has room for every candidate a decision of this backend lists. */
@@ -139,12 +159,12 @@ convfind_status convfind_context_create(const convfind_context_options *options,
                                        cf_backend_max_candidates(ctx->backend))))
         st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate the decision cache");
     if (st == CONVFIND_OK)
-        st = open_backend(ctx, options);
+        st = open_backend(ctx, &o);
     if (st == CONVFIND_OK)
-        st = open_db(ctx, options);
+        st = open_db(ctx, &o);
     if (st == CONVFIND_OK)
-        st = cf_threadpool_create(ctx->num_threads, &ctx->pool);
-    if (st == CONVFIND_OK && options->find_policy == CONVFIND_FIND_DEFERRED)
+        st = open_pool(ctx, &o);
+    if (st == CONVFIND_OK && ctx->find_policy == CONVFIND_FIND_DEFERRED)
         st = cf_deferred_create(ctx, &ctx->deferred);
     if (st != CONVFIND_OK) {
         convfind_context_destroy(ctx);
@@ -169,20 +189,24 @@ void convfind_context_destroy(convfind_context *context)
     free(context);
 }
 
-convfind_status cf_context_key(const convfind_context *ctx, const cf_problem *p, cf_key *key)
+convfind_status cf_context_key(const convfind_context *ctx, const cf_problem *p,
+                               cf_weights weights, cf_key *key)
 {
     cf_fingerprint fp;
     ctx->backend->fingerprint(ctx->device, &fp);
     fp.ws_class = cf_workspace_class(ctx->options.workspace_limit);
+    fp.weights = weights;
     return cf_key_make(p, &fp, key);
 }
 
-void cf_context_find_config(const convfind_context *ctx, const char *incumbent,
-                            const atomic_bool *cancel, cf_find_config *cfg)
+void cf_context_find_config(const convfind_context *ctx, cf_weights weights,
+                            const char *incumbent, const atomic_bool *cancel,
+                            cf_find_config *cfg)
 {
     cfg->workspace_limit = ctx->find_workspace_limit;
     cfg->budget_s = ctx->options.find_time_budget_s;
-    cfg->validate = ctx->options.find_validate != 0;
+    cfg->validate = !ctx->options.find_skip_validation;
+    cfg->constant_weights = weights == CF_WEIGHTS_CONSTANT;
     cfg->incumbent = incumbent;
     cfg->pool = ctx->pool;
     cfg->cancel = cancel;
@@ -200,6 +224,11 @@ convfind_status cf_context_heuristic(const convfind_context *ctx, const cf_probl
     return cf_find_heuristic(ctx->backend, ctx->device, p, ctx->find_workspace_limit, out);
 }
 
+static uint64_t counter(const atomic_uint_fast64_t *c)
+{
+    return atomic_load_explicit((atomic_uint_fast64_t *)c, memory_order_relaxed);
+}
+
 convfind_status convfind_context_stats_get(const convfind_context *ctx,
                                            convfind_context_stats *stats)
 {
@@ -208,19 +237,22 @@ convfind_status convfind_context_stats_get(const convfind_context *ctx,
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL", ctx ? "stats" : "context");
     cf_cache_stats cs;
     cf_cache_stats_get(ctx->cache, &cs);
-    convfind_context *c = (convfind_context *)ctx; /* atomics are read, never written */
-    memset(stats, 0, sizeof *stats);
-    stats->hits = cs.hits;
-    stats->misses = cs.misses;
-    stats->waits = cs.waits;
-    stats->evictions = cs.evictions;
-    stats->finds = atomic_load_explicit(&c->finds, memory_order_relaxed);
-    stats->find_seconds = 1e-9 * (double)atomic_load_explicit(&c->find_ns, memory_order_relaxed);
-    stats->fallbacks = atomic_load_explicit(&c->fallbacks, memory_order_relaxed);
-    stats->deferred_updates = atomic_load_explicit(&c->deferred_updates, memory_order_relaxed);
-    stats->cache_entries = cs.entries;
-    stats->cache_bytes = cs.bytes;
-    stats->cache_peak_bytes = cs.peak_bytes;
-    stats->cache_budget = cs.budget;
-    return CONVFIND_OK;
+    convfind_context_stats s = {
+        .hits = cs.hits,
+        .misses = cs.misses,
+        .waits = cs.waits,
+        .finds = counter(&ctx->finds),
+        .find_seconds = 1e-9 * (double)counter(&ctx->find_ns),
+        .evictions = cs.evictions,
+        .fallbacks = counter(&ctx->fallbacks),
+        .deferred_updates = counter(&ctx->deferred_updates),
+        .cache_entries = cs.entries,
+        .cache_bytes = cs.bytes,
+        .cache_peak_bytes = cs.peak_bytes,
+        .cache_budget = cs.budget,
+        .stored = counter(&ctx->stored),
+        .store_failures = counter(&ctx->store_failures),
+        .seeded = counter(&ctx->seeded),
+    };
+    return cf_options_write(&s, sizeof s, "convfind_context_stats", stats);
 }

@@ -25,17 +25,11 @@ struct cf_deferred {
     atomic_bool cancel;
 };
 
+/* Tuned later, remembered for good: the measurement is stored too. */
 static void tune(cf_deferred *d, job *j)
 {
-    cf_find_config cfg;
-    cf_context_find_config(d->ctx, j->entry->decision.algo, &d->cancel, &cfg);
-    cf_decision dec;
-    /* Tuned later, remembered for good: cf_decision_measure stores it. */
-    if (cf_decision_measure(d->ctx, &j->problem, &j->entry->key, &cfg, false, &dec) ==
-        CONVFIND_OK) {
-        cf_cache_replace(d->ctx->cache, j->entry, &dec, CF_SOURCE_MEASURED);
+    if (cf_decision_remeasure(d->ctx, &j->problem, j->entry, &d->cancel) == CONVFIND_OK)
         atomic_fetch_add_explicit(&d->ctx->deferred_updates, 1, memory_order_relaxed);
-    }
 }
 
 static void *worker(void *arg)

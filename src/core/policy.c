@@ -8,6 +8,22 @@
 #include "core/deferred.h"
 #include "db/db.h"
 
+static const char *source_name(cf_source s)
+{
+    return s == CF_SOURCE_MEASURED ? "measured" : s == CF_SOURCE_STORED ? "stored" : "heuristic";
+}
+
+/* The newest decision of `e`, at INFO. */
+static void log_decision(const convfind_context *ctx, const cf_cache_entry *e)
+{
+    if (!cf_log_enabled(&ctx->log, CONVFIND_LOG_INFO))
+        return;
+    const cf_cache_entry *d = cf_cache_latest(e);
+    cf_log_msg(&ctx->log, CONVFIND_LOG_INFO, "decision %s -> %s (%s%s, %d candidates)",
+               e->key.text, d->decision.algo, source_name(d->source),
+               d->provisional ? ", provisional" : "", d->decision.n_candidates);
+}
+
 /* How long a plan creation waits for another process that is measuring the same key
  * (the database lease) before it takes the heuristic choice: two Find budgets and a
  * second, so a waiter gives up only on a holder that is stuck or far slower than us. */
@@ -29,7 +45,12 @@ convfind_status cf_decision_measure(convfind_context *ctx, const cf_problem *p, 
                               memory_order_relaxed);
     if (st == CONVFIND_OK) {
         const char *text = key->text;
-        cf_db_store(ctx->db, &text, out, 1); /* releases this process's lease too */
+        /* Releases this process's lease too. */
+        atomic_fetch_add_explicit(cf_db_store(ctx->db, &text, out, 1) == CONVFIND_OK
+                                      ? &ctx->stored
+                                      : &ctx->store_failures,
+                                  1, memory_order_relaxed);
+        cf_clear_error(); /* a decision the database could not keep fails no call */
     } else if (leased) {
         cf_db_lease_release(ctx->db, key->text);
     }
@@ -44,7 +65,7 @@ static convfind_status measure(convfind_context *ctx, const cf_problem *p, const
                                cf_source *source)
 {
     cf_find_config cfg;
-    cf_context_find_config(ctx, stored ? stored->algo : NULL, NULL, &cfg);
+    cf_context_find_config(ctx, key->weights, stored ? stored->algo : NULL, NULL, &cfg);
     cfg.retune = stored;
     *source = CF_SOURCE_MEASURED;
     return cf_decision_measure(ctx, p, key, &cfg, leased, out);
@@ -68,6 +89,7 @@ convfind_status cf_decision_obtain(convfind_context *ctx, const cf_problem *p, c
             *source = CF_SOURCE_STORED;
             return CONVFIND_OK;
         case CF_DB_ACTION_RETUNE:
+            atomic_fetch_add_explicit(&ctx->seeded, 1, memory_order_relaxed);
             st = measure(ctx, p, key, &stored, true, out, source);
             cf_decision_clear(&stored);
             return st;
@@ -99,9 +121,11 @@ convfind_status cf_decision_obtain(convfind_context *ctx, const cf_problem *p, c
 }
 
 convfind_status cf_decision_get(convfind_context *ctx, const cf_problem *p, const cf_key *key,
-                                convfind_find_policy policy, cf_cache_entry **out)
+                                convfind_find_policy policy, cf_cache_entry **out,
+                                bool *obtained)
 {
     bool owner;
+    *obtained = false;
     convfind_status st = cf_cache_acquire(ctx->cache, key, out, &owner);
     if (st != CONVFIND_OK || !owner)
         return st;
@@ -115,7 +139,23 @@ convfind_status cf_decision_get(convfind_context *ctx, const cf_problem *p, cons
         return st;
     }
     cf_cache_publish(ctx->cache, *out, &d, source, provisional);
+    log_decision(ctx, *out);
+    *obtained = true;
     if (provisional)
         cf_deferred_submit(ctx->deferred, *out, p);
+    return CONVFIND_OK;
+}
+
+convfind_status cf_decision_remeasure(convfind_context *ctx, const cf_problem *p,
+                                      cf_cache_entry *e, const atomic_bool *cancel)
+{
+    cf_find_config cfg;
+    cf_context_find_config(ctx, e->key.weights, cf_cache_latest(e)->decision.algo, cancel, &cfg);
+    cf_decision d;
+    convfind_status st = cf_decision_measure(ctx, p, &e->key, &cfg, false, &d);
+    if (st != CONVFIND_OK)
+        return st;
+    cf_cache_replace(ctx->cache, e, &d, CF_SOURCE_MEASURED);
+    log_decision(ctx, e);
     return CONVFIND_OK;
 }

@@ -44,6 +44,25 @@ static void cpu_fingerprint(const cf_backend_state *s, cf_fingerprint *fp)
     fp->threads = ((const cpu_state *)s)->threads;
 }
 
+static convfind_status cpu_weights_copy(const cf_backend_state *s, const void *w, size_t bytes,
+                                        void **copy)
+{
+    (void)s;
+    size_t rounded = (bytes + 63) & ~(size_t)63;
+    *copy = rounded >= bytes ? aligned_alloc(64, rounded ? rounded : 64) : NULL;
+    if (!*copy)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes for constant "
+                       "weights", bytes);
+    memcpy(*copy, w, bytes);
+    return CONVFIND_OK;
+}
+
+static void cpu_weights_free(const cf_backend_state *s, void *copy)
+{
+    (void)s;
+    free(copy);
+}
+
 const cf_backend cf_backend_cpu = {
     .abi = CF_BACKEND_ABI,
     .name = "cpu",
@@ -51,6 +70,8 @@ const cf_backend cf_backend_cpu = {
     .open = cpu_open,
     .close = cpu_close,
     .fingerprint = cpu_fingerprint,
+    .weights_copy = cpu_weights_copy,
+    .weights_free = cpu_weights_free,
     .algorithms = cf_cpu_algorithms,
     .reference = &cf_algo_cpu_reference,
     .find = &cf_cpu_find_hooks,

@@ -4,7 +4,8 @@
  * clock, and validation by a max-abs bound that depends on the algorithm's family.
  *
  * Timed the way a plan runs in steady state: with the context's thread pool, weights
- * packed once, one run per sample (no batching: a CPU run is long next to the clock
+ * packed once for plans with constant weights and packed by every run for plans given
+ * weights per call, one run per sample (no batching: a CPU run is long next to the clock
  * read), and the close candidates timed again in turns (cf_find_hooks.final_round).
  */
 #include "cpu/find.h"
@@ -44,7 +45,7 @@ static double now_s(void)
 struct cf_find_bench {
     const cf_problem *p;
     cf_threadpool *pool;
-    bool validate;
+    bool validate, constant_weights;
     float *x, *w, *b, *z, *y, *ref;
     double ref_max;   /* max |ref| */
     size_t reduction; /* multiply-adds summed into one output */
@@ -118,19 +119,19 @@ static convfind_status bench_reference(cf_find_bench *bn)
     return CONVFIND_OK;
 }
 
+/* The workspace limit is not needed: usable() already left out every candidate over it. */
 static convfind_status bench_create(const cf_backend_state *s, const cf_problem *p,
-                                    bool validate, size_t workspace_limit, cf_threadpool *pool,
-                                    cf_find_bench **out)
+                                    const cf_bench_config *config, cf_find_bench **out)
 {
     (void)s;
-    (void)workspace_limit; /* usable() already left out every candidate over it */
     *out = NULL;
     cf_find_bench *bn = calloc(1, sizeof *bn);
     if (!bn)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate Find's bench");
     bn->p = p;
-    bn->pool = pool;
-    bn->validate = validate;
+    bn->pool = config->pool;
+    bn->validate = config->validate;
+    bn->constant_weights = config->constant_weights;
     size_t yb = p->y_elems ? p->y_elems : 1;
     bn->x = test_tensor(p->x_elems);
     bn->w = test_tensor(p->w_elems);
@@ -149,7 +150,7 @@ static convfind_status bench_create(const cf_backend_state *s, const cf_problem 
     fill(bn->b, (size_t)p->m, 3);
     fill(bn->z, p->y_elems, 4);
     bn->reduction = (size_t)cf_cin_per_group(p) * (size_t)p->k_sp;
-    convfind_status st = validate ? bench_reference(bn) : CONVFIND_OK;
+    convfind_status st = bn->validate ? bench_reference(bn) : CONVFIND_OK;
     if (st != CONVFIND_OK) {
         bench_destroy(bn);
         return st;
@@ -169,8 +170,8 @@ static void release(cf_find_bench *bn, cf_find_ready *rd)
     free(rd);
 }
 
-/* State, workspace and packed weights; the workspace size is c->workspace_bytes, found
- * when the candidate was listed. */
+/* State, workspace and (constant weights) packed weights; the workspace size is
+ * c->workspace_bytes, found when the candidate was listed. */
 static cf_candidate_status prepare(cf_find_bench *bn, const cf_algo *a, cf_candidate_stats *c,
                                    cf_find_ready **out)
 {
@@ -191,11 +192,12 @@ static cf_candidate_status prepare(cf_find_bench *bn, const cf_algo *a, cf_candi
         release(bn, rd);
         return CF_CAND_ABANDONED;
     }
-    /* Timed as a plan runs with weights packed once (convfind_packed_weights_create),
-     * the steady state of inference: charged with packing on every run, direct and
-     * Winograd kernels lost ResNet-50's res5 3x3 to im2col (1.45 ms) although they take
-     * 0.9 and 0.7 ms with packed weights. */
-    if (a->pack_weights && a->pack_weights(bn->p, rd->state, bn->w, &rd->packed) != CONVFIND_OK) {
+    /* A plan with constant weights runs with them packed once, the steady state of
+     * inference: charged with packing on every run, direct and Winograd kernels lost
+     * ResNet-50's res5 3x3 to im2col (1.45 ms) although they take 0.9 and 0.7 ms with
+     * packed weights.  With per-call weights every run packs, and is timed so. */
+    if (bn->constant_weights && a->pack_weights &&
+        a->pack_weights(bn->p, rd->state, bn->w, &rd->packed) != CONVFIND_OK) {
         release(bn, rd); /* an allocation, like the workspace: no verdict */
         return CF_CAND_ABANDONED;
     }
@@ -225,8 +227,9 @@ static bool validated_run(const cf_find_bench *bn, const cf_find_ready *rd, cons
            (!bn->validate || matches_reference(bn, rd->a));
 }
 
-/* Both paths an execution may take are checked: without packed weights (plans whose
- * caller packs nothing, fallbacks) and with them (the one timed). */
+/* Every path an execution may take is checked: without packed weights (plans with
+ * per-call weights, and the fallbacks of any plan) and, with constant weights, with them
+ * (the one timed). */
 static bool check(cf_find_bench *bn, cf_find_ready *rd, int *runs)
 {
     *runs = rd->packed ? 2 : 1;

@@ -114,8 +114,8 @@ static int window(const cf_problem *p, const layout_plan *lp, const void *src, v
                                lp->q.in, off, stream);
 }
 
-/* Weights packed once for an NHWC engine or a split configuration
- * (convfind_packed_weights_create). */
+/* Weights packed once for an NHWC engine or a split configuration (a plan's constant
+ * weights, convfind_plan_options.weights). */
 typedef struct packed_w {
     convfind_layout layout;
     bool split;

@@ -6,6 +6,7 @@
  * Its per-context state is a cf_cuda_device (device.h): opening one is where a missing
  * driver, device or cuDNN 9 is found and reported as CONVFIND_ERR_UNAVAILABLE.
  */
+#include <cuda_runtime.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -35,6 +36,31 @@ static void cuda_fingerprint(const cf_backend_state *s, cf_fingerprint *fp)
     cf_cuda_fingerprint((const cf_cuda_device *)s, fp);
 }
 
+/* A plan's constant weights: a device copy on the context's device, finished before the
+ * plan creation returns (the caller may change its buffer then). */
+static convfind_status cuda_weights_copy(const cf_backend_state *s, const void *w, size_t bytes,
+                                         void **copy)
+{
+    *copy = NULL;
+    int prev = cf_cuda_enter((const cf_cuda_device *)s);
+    int err = cudaMalloc(copy, bytes ? bytes : 1);
+    if (!err)
+        err = cudaMemcpy(*copy, w, bytes, cudaMemcpyDeviceToDevice);
+    if (err && *copy) {
+        cudaFree(*copy);
+        *copy = NULL;
+    }
+    cf_cuda_leave(prev);
+    return err ? cf_cuda_fail(err, "copying constant weights") : CONVFIND_OK;
+}
+
+static void cuda_weights_free(const cf_backend_state *s, void *copy)
+{
+    int prev = cf_cuda_enter((const cf_cuda_device *)s);
+    cudaFree(copy);
+    cf_cuda_leave(prev);
+}
+
 /* cuda.cudnn first: the heuristic's tie-break prefers the earlier algorithm. */
 static const cf_algo *const algorithms[] = {&cf_algo_cuda_cudnn, &cf_algo_cuda_direct};
 
@@ -52,6 +78,8 @@ static const cf_backend cuda_backend = {
     .open = cuda_open,
     .close = cuda_close,
     .fingerprint = cuda_fingerprint,
+    .weights_copy = cuda_weights_copy,
+    .weights_free = cuda_weights_free,
     .available = cf_cuda_usable,
     .algorithms = cuda_algorithms,
     .reference = &cf_algo_cuda_direct,

@@ -44,7 +44,7 @@ static int enumerate(const cf_backend_state *s, const cf_problem *p, size_t work
 struct cf_find_bench {
     const cf_cuda_device *d;
     const cf_problem *p;
-    bool validate;
+    bool validate, constant_weights;
     size_t workspace_limit;
     int previous_device;     /* cf_cuda_enter()'s, given back when the bench goes */
     cudaStream_t stream;
@@ -63,6 +63,7 @@ struct cf_find_bench {
 struct cf_find_ready {
     const cf_algo *a;
     void *state;
+    void *packed; /* constant weights: the candidate's pack_weights() of the bench's W */
     char name[CF_ALGO_NAME_MAX];
 };
 
@@ -78,10 +79,12 @@ static double tolerance(const cf_problem *p, const char *algo)
     return cf_cudnn_name_is_split(algo) ? CF_CUDNN_SPLIT_TOL : 1e-4;
 }
 
-static convfind_status run(const cf_find_bench *bn, const cf_algo *a, const void *state)
+static convfind_status run(const cf_find_bench *bn, const cf_algo *a, const void *state,
+                           const void *packed)
 {
     cf_exec_args args = {
-        .x = bn->x, .w = bn->w, .y = bn->y, .b = bn->p->has_bias ? bn->b : NULL,
+        .x = bn->x, .w = bn->w, .packed_w = packed, .y = bn->y,
+        .b = bn->p->has_bias ? bn->b : NULL,
         .z = bn->p->has_residual ? bn->z : NULL, .stream = bn->stream, .device = bn->d,
     };
     return a->execute(bn->p, state, &args);
@@ -156,7 +159,7 @@ static convfind_status bench_fill(cf_find_bench *bn)
     }
     if (!bn->validate)
         return CONVFIND_OK;
-    convfind_status st = run(bn, &cf_algo_cuda_direct, NULL);
+    convfind_status st = run(bn, &cf_algo_cuda_direct, NULL, NULL);
     if (st == CONVFIND_OK &&
         (err = cf_cuda_to_float(bn->y, p->dtype, bn->ref, p->y_elems, bn->stream)) != 0)
         st = cf_cuda_fail(err, "keeping the reference output");
@@ -165,11 +168,9 @@ static convfind_status bench_fill(cf_find_bench *bn)
 
 /* The bench makes the context's device current on this thread until it is destroyed. */
 static convfind_status bench_create(const cf_backend_state *s, const cf_problem *p,
-                                    bool validate, size_t workspace_limit, cf_threadpool *pool,
-                                    cf_find_bench **out)
+                                    const cf_bench_config *config, cf_find_bench **out)
 {
-    (void)pool; /* device work is queued on the bench's stream */
-    *out = NULL;
+    *out = NULL; /* config->pool is not used: device work is queued on the bench's stream */
     /* Find allocates and synchronizes: inside a capture that would break it. */
     if (cf_cuda_capturing(cudaStreamLegacy))
         return cf_fail(CONVFIND_ERR_UNSUPPORTED,
@@ -180,8 +181,9 @@ static convfind_status bench_create(const cf_backend_state *s, const cf_problem 
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate Find's bench");
     bn->d = (const cf_cuda_device *)s;
     bn->p = p;
-    bn->validate = validate;
-    bn->workspace_limit = workspace_limit;
+    bn->validate = config->validate;
+    bn->constant_weights = config->constant_weights;
+    bn->workspace_limit = config->workspace_limit;
     bn->previous_device = cf_cuda_enter(bn->d);
     convfind_status st = bench_fill(bn);
     if (st != CONVFIND_OK) {
@@ -195,6 +197,8 @@ static convfind_status bench_create(const cf_backend_state *s, const cf_problem 
 static void release(cf_find_bench *bn, cf_find_ready *r)
 {
     (void)bn;
+    if (r->packed && r->a->free_packed)
+        r->a->free_packed(r->packed);
     if (r->a->release)
         r->a->release(r->state);
     free(r);
@@ -216,6 +220,10 @@ static cf_candidate_status prepare(cf_find_bench *bn, const cf_algo *a, cf_candi
         status = CF_CAND_FAILED;
     else if (bn->workspace_limit && c->workspace_bytes > bn->workspace_limit)
         status = CF_CAND_NOT_APPLICABLE;
+    /* With constant weights a plan runs with them packed once: so are they timed. */
+    else if (bn->constant_weights && a->pack_weights &&
+             a->pack_weights(bn->p, r->state, bn->w, &r->packed) != CONVFIND_OK)
+        status = CF_CAND_ABANDONED;
     if (status != CF_CAND_OK) {
         release(bn, r);
         return status;
@@ -224,16 +232,24 @@ static cf_candidate_status prepare(cf_find_bench *bn, const cf_algo *a, cf_candi
     return CF_CAND_OK;
 }
 
-static bool check(cf_find_bench *bn, cf_find_ready *r, int *runs)
+/* One run into a poisoned Y, compared with the reference when validating. */
+static bool checked_run(cf_find_bench *bn, cf_find_ready *r, const void *packed)
 {
-    *runs = 1;
     cudaMemsetAsync(bn->y, 0xff, bn->p->y_elems * cf_dtype_size(bn->p->dtype), bn->stream);
-    if (run(bn, r->a, r->state) != CONVFIND_OK)
+    if (run(bn, r->a, r->state, packed) != CONVFIND_OK)
         return false;
     if (!bn->validate)
         return true;
     const double err = y_error(bn);
     return err >= 0 && err <= tolerance(bn->p, r->name);
+}
+
+/* Without packed weights (per-call weights, fallbacks) and, with constant weights, with
+ * them (the path timed). */
+static bool check(cf_find_bench *bn, cf_find_ready *r, int *runs)
+{
+    *runs = r->packed ? 2 : 1;
+    return checked_run(bn, r, NULL) && (!r->packed || checked_run(bn, r, r->packed));
 }
 
 /* One sample: `batch` runs between two events; milliseconds per run. */
@@ -242,7 +258,7 @@ static convfind_status sample(cf_find_bench *bn, cf_find_ready *r, int batch, do
     convfind_status st = CONVFIND_OK;
     cudaEventRecord(bn->e0, bn->stream);
     for (int i = 0; i < batch && st == CONVFIND_OK; i++)
-        st = run(bn, r->a, r->state);
+        st = run(bn, r->a, r->state, r->packed);
     cudaEventRecord(bn->e1, bn->stream);
     int err = cudaEventSynchronize(bn->e1);
     float elapsed = 0;

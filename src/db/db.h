@@ -34,6 +34,7 @@
 #include "decision/decision.h"
 #include "decision/record.h"
 #include "problem/key.h"
+#include "util/log.h"
 
 #define CF_DB_SCHEMA_VERSION 1 /* PRAGMA user_version of the files this build writes */
 #define CF_DB_FILE_NAME "finddb.sqlite"
@@ -58,7 +59,8 @@ typedef struct cf_db_config {
     cf_db_env env;           /* the environment decisions are made in now */
     int busy_timeout_ms;     /* how long a locked database is waited for; 0: 5000 */
     int lease_ms;            /* how long a lease lives without renewal; 0: 120000 */
-    bool quiet;              /* count warnings without printing them (tests) */
+    bool quiet;              /* count warnings without logging them (tests) */
+    cf_log log;              /* where warnings go (all zero: stderr) */
     cf_db_mode mode;         /* CF_DB_USE unless set */
 } cf_db_config;
 

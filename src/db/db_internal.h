@@ -50,8 +50,8 @@ struct cf_db {
     bool warned_foreign, warned_unreadable, warned_read, warned_busy, warned_unstored;
 };
 
-/* Prints "convfind: warning: ..." (unless quiet) on one line, control characters
- * replaced by spaces, and counts it.  Caller holds mu. */
+/* Logs the warning (unless quiet; cfg.log) on one line, control characters replaced by
+ * spaces, and counts it.  Caller holds mu. */
 void cf_db_warn(cf_db *db, const char *fmt, ...) CF_PRINTF(2, 3);
 
 /* Replaces every control character of `s` (newlines of SQLite's integrity reports)

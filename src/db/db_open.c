@@ -28,7 +28,7 @@ void cf_db_warn(cf_db *db, const char *fmt, ...)
     cf_db_one_line(db->last_warning);
     db->warnings++;
     if (!db->cfg.quiet)
-        fprintf(stderr, "convfind: warning: %s\n", db->last_warning);
+        cf_log_msg(&db->cfg.log, CONVFIND_LOG_WARNING, "%s", db->last_warning);
 }
 
 int cf_db_exec(sqlite3 *conn, const char *sql)

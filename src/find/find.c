@@ -445,8 +445,11 @@ static convfind_status measure_all(find_run *f, const cf_backend_state *s, const
         if (strcmp(c->stats[i].algo, cfg->incumbent) == 0 &&
             c->stats[i].status != CF_CAND_NOT_APPLICABLE)
             *incumbent = i;
-    convfind_status st = f->h->bench_create(s, p, cfg->validate, cfg->workspace_limit, cfg->pool,
-                                            &f->bench);
+    const cf_bench_config bench = {.validate = cfg->validate,
+                                   .constant_weights = cfg->constant_weights,
+                                   .workspace_limit = cfg->workspace_limit,
+                                   .pool = cfg->pool};
+    convfind_status st = f->h->bench_create(s, p, &bench, &f->bench);
     if (st != CONVFIND_OK)
         return st;
     st = time_all(f, *incumbent, usable);

@@ -14,10 +14,12 @@
  *      candidate in list order while the budget lasts (RETUNE: only the stored top
  *      CF_FIND_RETUNE_TOP; the rest are ABANDONED without running; with the backend's
  *      reference_last, its reference too once another candidate measured OK).
- *   3. Per candidate: prepare (state, workspace, packed weights; a refusal is FAILED, an
- *      allocation failure ABANDONED without a verdict, a workspace over the limit
- *      NOT_APPLICABLE), the check (runs into a poisoned Y, compared with the reference
- *      when validating; a wrong or erroring candidate is FAILED, never chosen), warm-up
+ *   3. Per candidate: prepare (state, workspace, and with constant weights the packed
+ *      weights, so that each timed run is what an execution of the key's plans does; a
+ *      refusal is FAILED, an allocation failure ABANDONED without a verdict, a workspace
+ *      over the limit NOT_APPLICABLE), the check (runs into a poisoned Y, compared with
+ *      the reference when validating; a wrong or erroring candidate is FAILED, never
+ *      chosen), warm-up
  *      runs up to CF_FIND_WARMUPS in all (the check's runs count), then samples: with a
  *      sample target, one first sample of one run sizes the batch (target / its time,
  *      1 to CF_FIND_MAX_BATCH runs), and a candidate whose first run is slower than
@@ -83,6 +85,8 @@ typedef struct cf_find_config {
     size_t workspace_limit;     /* largest admissible workspace; 0: unlimited */
     double budget_s;            /* total time for one problem (the incumbent is always timed) */
     bool validate;              /* compare every candidate with the reference */
+    bool constant_weights;      /* time the usage of plans with constant weights (packed
+                                   once), else of plans given weights per call */
     const char *incumbent;      /* name of the current decision, or NULL */
     cf_threadpool *pool;        /* how executions will run */
     const atomic_bool *cancel;  /* may be NULL; when it becomes true Find stops */

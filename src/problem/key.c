@@ -61,6 +61,7 @@ static const char *const op_names[] = {"conv", "convtranspose"};
 static const char *const dtype_names[] = {"f32", "f16", "bf16"};
 static const char *const layout_names[] = {"nchw", "nhwc"};
 static const char *const math_names[] = {"strict", "tf32", "split_tf32"};
+static const char *const weights_names[] = {"per_call", "constant"};
 static const char *const act_names[] = {"none",    "relu", "leaky_relu",  "clip",
                                         "sigmoid", "tanh", "hard_sigmoid"};
 #define COUNT(a) ((int)(sizeof(a) / sizeof((a)[0])))
@@ -149,11 +150,15 @@ convfind_status cf_key_make(const cf_problem *p, const cf_fingerprint *fp, cf_ke
     const char *lay = name_of(layout_names, COUNT(layout_names), (int)p->layout);
     const char *math = name_of(math_names, COUNT(math_names), (int)p->math_mode);
     const char *act = name_of(act_names, COUNT(act_names), (int)p->act);
+    const char *weights = name_of(weights_names, COUNT(weights_names), (int)fp->weights);
     if (!op || !dt || !lay || !math || !act || p->nsp < 1 || p->nsp > CF_SP)
         return cf_fail(CONVFIND_ERR_INVALID_ENUM,
                        "problem has an unknown op %d, dtype %d, layout %d, math %d, "
                        "activation %d or spatial rank %d", (int)p->op, (int)p->dtype,
                        (int)p->layout, (int)p->math_mode, (int)p->act, p->nsp);
+    if (!weights)
+        return cf_fail(CONVFIND_ERR_INVALID_ENUM, "weights usage %d is not a cf_weights",
+                       (int)fp->weights);
     text_buf t = {key->text, sizeof key->text, 0};
     put_char(&t, 'v');
     put_i64(&t, CF_KEY_VERSION);
@@ -190,6 +195,8 @@ convfind_status cf_key_make(const cf_problem *p, const cf_fingerprint *fp, cf_ke
     }
     put_str(&t, ";math=");
     put_str(&t, math);
+    put_str(&t, ";weights=");
+    put_str(&t, weights);
     if (fp->ws_class < 0) {
         put_str(&t, ";ws=inf");
     } else {
@@ -214,6 +221,7 @@ convfind_status cf_key_make(const cf_problem *p, const cf_fingerprint *fp, cf_ke
     }
     key->len = t.len;
     key->hash = cf_key_hash_bytes(key->text, key->len);
+    key->weights = fp->weights;
     return CONVFIND_OK;
 }
 
@@ -394,6 +402,11 @@ static convfind_status check_shapes(cf_problem *p)
 
 static convfind_status parse_fingerprint(cursor *c, cf_fingerprint *fp)
 {
+    int w;
+    c->field = "weights";
+    if (!eat(c, ";weights=") || !read_word(c, weights_names, COUNT(weights_names), &w))
+        return bad(c);
+    fp->weights = (cf_weights)w;
     c->field = "ws";
     if (!eat(c, ";ws="))
         return bad(c);

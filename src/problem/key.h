@@ -21,22 +21,33 @@
 
 #include "problem/problem.h"
 
-#define CF_KEY_VERSION 1
+#define CF_KEY_VERSION 2
 #define CF_KEY_TEXT_MAX 512
 #define CF_FP_CPU_MAX 96
 #define CF_FP_ISA_MAX 16
 
-/* Where and under which limits a decision is measured. */
+/* How a plan is given its weights, which changes what an execution costs: constant
+ * weights are rearranged once for the algorithm, per-call weights by every execution
+ * of an algorithm that reads them rearranged. */
+typedef enum cf_weights {
+    CF_WEIGHTS_PER_CALL = 0,
+    CF_WEIGHTS_CONSTANT = 1
+} cf_weights;
+
+/* Where, under which limits and for which usage a decision is measured. */
 typedef struct cf_fingerprint {
     char cpu[CF_FP_CPU_MAX]; /* vendor and model; ';', ':', '=' and controls become '_' */
     char isa[CF_FP_ISA_MAX]; /* ISA level the kernels use ("avx512", "avx2", "portable") */
     int threads;             /* threads one execution uses (>= 1) */
     int ws_class;            /* cf_workspace_class() of the workspace limit */
+    cf_weights weights;      /* how the plans of the key take their weights */
 } cf_fingerprint;
 
 typedef struct cf_key {
     uint64_t hash;
     size_t len;                  /* strlen(text) */
+    cf_weights weights;          /* the fingerprint's usage, also named in the text: what
+                                    a Find for the key times */
     char text[CF_KEY_TEXT_MAX];
 } cf_key;
 

@@ -33,6 +33,10 @@
 struct cf_threadpool {
     int num_workers;
     pthread_t *workers;
+    /* A caller's pool (cf_threadpool_create_external): no workers, none of the rest. */
+    convfind_parallel_for_fn external;
+    void *external_user;
+    int external_threads;
 
     pthread_mutex_t drive;      /* held by the one caller driving the pool */
     pthread_mutex_t lock;       /* guards the fields below */
@@ -194,10 +198,31 @@ convfind_status cf_threadpool_create(int num_threads, cf_threadpool **out)
     return CONVFIND_OK;
 }
 
+convfind_status cf_threadpool_create_external(int num_threads,
+                                              convfind_parallel_for_fn parallel_for,
+                                              void *user, cf_threadpool **out)
+{
+    *out = NULL;
+    if (num_threads < 1)
+        return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "thread count %d is < 1", num_threads);
+    cf_threadpool *pool = calloc(1, sizeof *pool);
+    if (!pool)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a thread pool");
+    pool->external = parallel_for;
+    pool->external_user = user;
+    pool->external_threads = num_threads;
+    *out = pool;
+    return CONVFIND_OK;
+}
+
 void cf_threadpool_destroy(cf_threadpool *pool)
 {
     if (!pool)
         return;
+    if (pool->external) {
+        free(pool);
+        return;
+    }
     pthread_mutex_lock(&pool->lock);
     pool->shutdown = true;
     pthread_cond_broadcast(&pool->wake);
@@ -213,10 +238,17 @@ void cf_threadpool_destroy(cf_threadpool *pool)
     free(pool);
 }
 
-int cf_threadpool_size(const cf_threadpool *pool) { return pool ? pool->num_workers + 1 : 1; }
+int cf_threadpool_size(const cf_threadpool *pool)
+{
+    return !pool ? 1 : pool->external ? pool->external_threads : pool->num_workers + 1;
+}
 
 void cf_parallel_for(cf_threadpool *pool, size_t count, cf_task_fn fn, void *arg)
 {
+    if (pool && pool->external && count > 1) {
+        pool->external(pool->external_user, fn, arg, count);
+        return;
+    }
     if (!pool || pool->num_workers == 0 || count <= 1 || pthread_mutex_trylock(&pool->drive) != 0) {
         for (size_t i = 0; i < count; i++)
             fn(arg, i);

@@ -37,7 +37,7 @@ def find_json(*args):
 def test_miopen_2d():
     obj = find_json("-n", "1", "-c", "8", "-H", "9", "-W", "7", "-k", "16", "-y", "3", "-x",
                     "3", "-p", "1", "-q", "1", "-u", "2", "-v", "1")
-    assert obj["key"].startswith("v1;conv;f32;nchw;n=1;c=8;in=9x7;m=16;k=3x3;g=1;s=2x1;")
+    assert obj["key"].startswith("v2;conv;f32;nchw;n=1;c=8;in=9x7;m=16;k=3x3;g=1;s=2x1;")
     assert ";out=5x7;" in obj["key"]
 
 
@@ -56,7 +56,7 @@ def test_miopen_3d_and_transpose():
     assert ";in=4x5x6;" in obj["key"] and ";k=1x3x3;" in obj["key"]
     obj = find_json("-m", "trans", "-n", "1", "-c", "4", "-H", "5", "-W", "5", "-k", "6",
                     "-y", "3", "-x", "3", "-u", "2", "-v", "2", "--trans_output_pad_h", "1")
-    assert obj["key"].startswith("v1;convtranspose;") and ";opad=1,0;" in obj["key"]
+    assert obj["key"].startswith("v2;convtranspose;") and ";opad=1,0;" in obj["key"]
     assert ";out=12x11;" in obj["key"]
 
 
@@ -113,7 +113,7 @@ def test_miopen_layout_same_padding_and_bias():
     obj = find_json("conv", "-n", "1", "-c", "4", "-H", "7", "-W", "7", "-k", "4", "-I", "NHWC",
                     "-z", "same", "-u", "2", "-v", "2", "-b", "1")
     key = obj["key"]
-    assert key.startswith("v1;conv;f32;nhwc;") and ";out=4x4;" in key and ";bias=1;" in key
+    assert key.startswith("v2;conv;f32;nhwc;") and ";out=4x4;" in key and ";bias=1;" in key
 
 
 def test_fp16_on_the_cpu_names_the_data_type():

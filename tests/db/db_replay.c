@@ -79,7 +79,7 @@ static int plan_all(convfind_context *ctx, int n, choice *out, uint64_t *finds)
         convfind_plan_destroy(plan);
         convfind_problem_destroy(p);
     }
-    convfind_context_stats st;
+    convfind_context_stats st = {.struct_size = sizeof st};
     if (convfind_context_stats_get(ctx, &st) != CONVFIND_OK)
         return -1;
     *finds = st.finds;

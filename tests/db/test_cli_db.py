@@ -180,7 +180,7 @@ def test_problem_list_format(cli, tmp_path):
     assert len(keys) == 7
     assert any(";nhwc;" in k and ";g=4;" in k and ";s=2x2;" in k for k in keys)
     assert any(";bias=1;z=1;act=leaky_relu" in k for k in keys), keys
-    assert any(k.startswith("v1;convtranspose;") and ";opad=1,1;" in k for k in keys), keys
+    assert any(k.startswith("v2;convtranspose;") and ";opad=1,1;" in k for k in keys), keys
 
 
 def test_long_names_and_hashes_inside_values(cli, tmp_path):

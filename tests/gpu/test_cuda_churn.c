@@ -118,7 +118,7 @@ int main(void)
         pthread_join(th[i], NULL);
         total += failures[i];
     }
-    convfind_context_stats st;
+    convfind_context_stats st = {.struct_size = sizeof st};
     gu_check(convfind_context_stats_get(ctx, &st), "stats");
     printf("%d threads x %d rounds over %d shapes: %d failures; finds %llu, hits %llu, "
            "waits %llu, fallbacks %llu\n",

@@ -245,7 +245,7 @@ int main(void)
         gu_data_free(&d);
         convfind_problem_destroy(p);
     }
-    convfind_context_stats s;
+    convfind_context_stats s = {.struct_size = sizeof s};
     gu_check(convfind_context_stats_get(tuned, &s), "stats");
     printf("cuDNN configurations: %d correct (%d padded, %d split), %d refused by cuDNN; Find "
            "chose cuDNN for %d of %d problems; %llu finds, %d failures\n",

@@ -104,7 +104,7 @@ static void test_allocator(void)
     enum { CAP = 256 };
     static convfind_find_result r[CAP];
     int n = 0;
-    gu_check(convfind_find(ctx, p, r, CAP, &n), "find");
+    gu_check(convfind_find(ctx, p, CONVFIND_WEIGHTS_PER_CALL, r, CAP, &n), "find");
     const char *name = NULL;
     for (int i = 0; i < n && i < CAP && !name; i++)
         if (r[i].status == CONVFIND_CANDIDATE_OK && strncmp(r[i].algorithm, "cuda.cudnn:nchw", 15) == 0)

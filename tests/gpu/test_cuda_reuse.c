@@ -61,7 +61,7 @@ static int run(const char *db, int child)
         gu_data_free(&data);
         convfind_problem_destroy(p);
     }
-    convfind_context_stats s;
+    convfind_context_stats s = {.struct_size = sizeof s};
     gu_check(convfind_context_stats_get(ctx, &s), "stats");
     printf("%s: finds %llu\n", child ? "child" : "parent", (unsigned long long)s.finds);
     if ((child && s.finds != 0) || (!child && s.finds != N_PROBLEMS)) {

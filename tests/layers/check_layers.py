@@ -29,7 +29,7 @@ import sys
 # The layers, bottom up.  A file may include the public header (include/), headers of
 # its own directory, and headers of directories in a layer below its own.
 LAYERS = [
-    ("util", "portable helpers: errors, threads, interned strings"),
+    ("util", "portable helpers: errors, log messages, threads, interned strings"),
     ("problem", "ONNX attributes, validation, shapes, the key and its fingerprint fields"),
     ("decision", "the decision record, and its JSON form as stored"),
     ("cache db", "the decision cache; the SQLite find-db"),

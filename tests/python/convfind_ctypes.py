@@ -51,7 +51,8 @@ ACTIVATIONS = {
     "tanh": 5,
     "hard_sigmoid": 6,
 }
-FIND_POLICIES = {"heuristic": 0, "exhaustive": 1, "hybrid": 2, "replay": 3, "deferred": 4}
+FIND_POLICIES = {"default": 0, "heuristic": 1, "exhaustive": 2, "hybrid": 3, "replay": 4,
+                 "deferred": 5}
 
 
 class Ints(ctypes.Structure):
@@ -95,9 +96,12 @@ class DeviceAllocator(ctypes.Structure):
 
 
 class ContextOptions(ctypes.Structure):
-    """convfind_context_options"""
+    """convfind_context_options (callbacks kept opaque: the tests never set them).  Its
+    struct_size is this mirror's size, as convfind_context_options_init (inline in the
+    header) sets the caller's."""
 
     _fields_ = [
+        ("struct_size", ctypes.c_size_t),
         ("num_threads", ctypes.c_int),
         ("find_policy", ctypes.c_int),
         ("workspace_limit", ctypes.c_size_t),
@@ -106,11 +110,20 @@ class ContextOptions(ctypes.Structure):
         ("db_env_policy", ctypes.c_int),
         ("cache_bytes", ctypes.c_size_t),
         ("find_time_budget_s", ctypes.c_double),
-        ("find_validate", ctypes.c_int),
+        ("find_skip_validation", ctypes.c_int),
         ("device", ctypes.c_int),
         ("device_index", ctypes.c_int),
         ("device_allocator", DeviceAllocator),
+        ("log_fn", ctypes.c_void_p),
+        ("log_user", ctypes.c_void_p),
+        ("log_level", ctypes.c_int),
+        ("parallel_for", ctypes.c_void_p),
+        ("parallel_for_user", ctypes.c_void_p),
     ]
+
+    def __init__(self):
+        super().__init__()
+        self.struct_size = ctypes.sizeof(self)
 
 
 class Tensors(ctypes.Structure):
@@ -122,7 +135,6 @@ class Tensors(ctypes.Structure):
         ("b", ctypes.c_void_p),
         ("z", ctypes.c_void_p),
         ("y", ctypes.c_void_p),
-        ("packed_w", ctypes.c_void_p),
     ]
 
 
@@ -219,7 +231,6 @@ class Library:
             "convfind_problem_resolved_pads": (st, [vp, ctypes.POINTER(ctypes.c_int64)]),
             "convfind_problem_describe": (ctypes.c_size_t, [vp, ctypes.c_char_p,
                                                             ctypes.c_size_t]),
-            "convfind_context_options_init": (None, [ctypes.POINTER(ContextOptions)]),
             "convfind_context_create": (st, [ctypes.POINTER(ContextOptions),
                                              ctypes.POINTER(vp)]),
             "convfind_context_destroy": (None, [vp]),
@@ -289,7 +300,6 @@ class Context:
     def __init__(self, lib, num_threads, find_policy, db_path):
         self.lib = lib
         opts = ContextOptions()
-        lib.dll.convfind_context_options_init(ctypes.byref(opts))
         opts.num_threads = num_threads
         opts.find_policy = FIND_POLICIES[find_policy]
         if db_path is not None:
@@ -375,7 +385,7 @@ class Plan:
         for a in (x, w, b, z, y):
             if a is not None and (a.dtype != np.float32 or not a.flags.c_contiguous):
                 raise ValueError("tensors must be C-contiguous float32 arrays")
-        t = Tensors(_ptr(x), _ptr(w), _ptr(b), _ptr(z), _ptr(y), None)
+        t = Tensors(_ptr(x), _ptr(w), _ptr(b), _ptr(z), _ptr(y))
         self.lib.check("convfind_execute", self.lib.dll.convfind_execute(self.handle,
                                                                          ctypes.byref(t)))
 

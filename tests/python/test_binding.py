@@ -1,8 +1,9 @@
 """test_binding.py - the ctypes mirror of the public structs matches include/convfind.h.
 
-A Python struct that lacks a field the library has is not a harmless mismatch: functions
-such as convfind_context_options_init() would write past its end.  So the field names
-and their order are read from the header and compared with convfind_ctypes.
+A Python struct whose fields differ from the header's is not a harmless mismatch: the
+library reads an options struct's first struct_size bytes as the header lays them out, so
+a field missing here shifts every later one.  So the field names and their order are
+read from the header and compared with convfind_ctypes.
 """
 
 import os

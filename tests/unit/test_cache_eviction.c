@@ -46,7 +46,7 @@ static convfind_context_stats run_one(convfind_context *ctx, convfind_problem *p
     assert_true(tu_matches(&d));
     convfind_plan_destroy(plan);
     tu_data_free(&d);
-    convfind_context_stats st;
+    convfind_context_stats st = {.struct_size = sizeof st};
     assert_int_equal(convfind_context_stats_get(ctx, &st), CONVFIND_OK);
     assert_true(st.cache_bytes <= st.cache_budget);
     assert_true(st.cache_peak_bytes <= st.cache_budget);
@@ -69,7 +69,7 @@ static void test_bounded_stream(void **state)
     convfind_plan *held;
     assert_int_equal(convfind_plan_create(ctx, p0, &held), CONVFIND_OK);
     const int shapes = 120;
-    convfind_context_stats st;
+    convfind_context_stats st = {.struct_size = sizeof st};
     for (int i = 0; i < shapes; i++) {
         /* distinct spatial sizes, with every 7th shape repeating an earlier one */
         int64_t h = 3 + (i % 7 == 6 ? i / 2 % 10 : i % 10), w = 3 + i / 10;

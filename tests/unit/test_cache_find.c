@@ -21,6 +21,7 @@
 #include <cmocka.h>
 
 #include "algo/registry.h"
+#include "core/test_control.h"
 #include "test_cache_util.h"
 
 static const cf_algo *const with_wrong[] = {&tu_algo_wrong, &tu_algo_plain, &cf_algo_cpu_reference};
@@ -28,39 +29,19 @@ static const cf_algo *const with_wrong[] = {&tu_algo_wrong, &tu_algo_plain, &cf_
 static int teardown(void **state)
 {
     (void)state;
-    cf_algos_override(NULL, 0);
+    cf_test_control(CF_TEST_ALGORITHMS, NULL, 0);
     return 0;
-}
-
-static convfind_context *context_with(convfind_find_policy policy, int threads)
-{
-    convfind_context_options o;
-    convfind_context_options_init(&o);
-    o.db_path = ":memory:"; /* hermetic: no decisions from earlier runs */
-    o.num_threads = threads;
-    o.find_policy = policy;
-    o.find_time_budget_s = 0.01;
-    convfind_context *ctx;
-    assert_int_equal(convfind_context_create(&o, &ctx), CONVFIND_OK);
-    return ctx;
-}
-
-static convfind_context_stats stats_of(const convfind_context *ctx)
-{
-    convfind_context_stats st;
-    assert_int_equal(convfind_context_stats_get(ctx, &st), CONVFIND_OK);
-    return st;
 }
 
 static void test_wrong_candidate_never_chosen(void **state)
 {
     (void)state;
-    cf_algos_override(with_wrong, 3);
-    convfind_context *ctx = context_with(CONVFIND_FIND_HEURISTIC, 1);
+    cf_test_control(CF_TEST_ALGORITHMS, with_wrong, 3);
+    convfind_context *ctx = tu_context(CONVFIND_FIND_HEURISTIC, 1);
     convfind_problem *p = tu_conv2d(1, 3, 6, 6, 4, 3, 1);
     convfind_find_result r[4];
     int count = -1;
-    assert_int_equal(convfind_find(ctx, p, r, 4, &count), CONVFIND_OK);
+    assert_int_equal(convfind_find(ctx, p, CONVFIND_WEIGHTS_PER_CALL, r, 4, &count), CONVFIND_OK);
     assert_int_equal(count, 3);
     assert_string_not_equal(r[0].algorithm, "test.wrong");
     assert_int_equal(r[0].status, CONVFIND_CANDIDATE_OK);
@@ -82,11 +63,11 @@ static void test_wrong_candidate_never_chosen(void **state)
     convfind_plan_destroy(plan);
     /* a second explicit find returns the stored measurement without measuring again */
     int count2;
-    assert_int_equal(convfind_find(ctx, p, NULL, 0, &count2), CONVFIND_OK);
+    assert_int_equal(convfind_find(ctx, p, CONVFIND_WEIGHTS_PER_CALL, NULL, 0, &count2), CONVFIND_OK);
     assert_int_equal(count2, 3);
-    assert_int_equal(stats_of(ctx).finds, 1);
-    assert_int_equal(convfind_find(ctx, p, NULL, -1, &count2), CONVFIND_ERR_INVALID_ATTRIBUTE);
-    assert_int_equal(convfind_find(ctx, NULL, r, 4, &count2), CONVFIND_ERR_NULL_POINTER);
+    assert_int_equal(tu_stats(ctx).finds, 1);
+    assert_int_equal(convfind_find(ctx, p, CONVFIND_WEIGHTS_PER_CALL, NULL, -1, &count2), CONVFIND_ERR_INVALID_ATTRIBUTE);
+    assert_int_equal(convfind_find(ctx, NULL, CONVFIND_WEIGHTS_PER_CALL, r, 4, &count2), CONVFIND_ERR_NULL_POINTER);
     convfind_problem_destroy(p);
     convfind_context_destroy(ctx);
 }
@@ -94,10 +75,10 @@ static void test_wrong_candidate_never_chosen(void **state)
 static void test_heuristic_and_replay_never_measure(void **state)
 {
     (void)state;
-    cf_algos_override(with_wrong + 1, 2);
+    cf_test_control(CF_TEST_ALGORITHMS, with_wrong + 1, 2);
     convfind_find_policy policies[] = {CONVFIND_FIND_HEURISTIC, CONVFIND_FIND_REPLAY};
     for (int i = 0; i < 2; i++) {
-        convfind_context *ctx = context_with(policies[i], 1);
+        convfind_context *ctx = tu_context(policies[i], 1);
         convfind_problem *p = tu_conv2d(1, 2, 5, 5, 2, 3, 1);
         for (int k = 0; k < 3; k++) {
             convfind_plan *plan;
@@ -109,7 +90,7 @@ static void test_heuristic_and_replay_never_measure(void **state)
             assert_int_equal(info.provisional, 0);
             convfind_plan_destroy(plan);
         }
-        convfind_context_stats st = stats_of(ctx);
+        convfind_context_stats st = tu_stats(ctx);
         assert_int_equal(st.finds, 0);
         assert_int_equal(st.misses, 1);
         assert_int_equal(st.hits, 2);
@@ -127,8 +108,8 @@ static void sleep_ms(long ms)
 static void test_deferred_tunes_in_background(void **state)
 {
     (void)state;
-    cf_algos_override(with_wrong, 3);
-    convfind_context *ctx = context_with(CONVFIND_FIND_DEFERRED, 1);
+    cf_test_control(CF_TEST_ALGORITHMS, with_wrong, 3);
+    convfind_context *ctx = tu_context(CONVFIND_FIND_DEFERRED, 1);
     convfind_problem *p = tu_conv2d(1, 3, 6, 6, 4, 3, 1);
     convfind_plan *plan;
     assert_int_equal(convfind_plan_create(ctx, p, &plan), CONVFIND_OK);
@@ -138,9 +119,9 @@ static void test_deferred_tunes_in_background(void **state)
      * already done, which is allowed) */
     if (info.provisional)
         assert_int_equal(info.source, CONVFIND_SOURCE_HEURISTIC);
-    for (int i = 0; i < 2000 && stats_of(ctx).deferred_updates == 0; i++)
+    for (int i = 0; i < 2000 && tu_stats(ctx).deferred_updates == 0; i++)
         sleep_ms(5);
-    assert_int_equal(stats_of(ctx).deferred_updates, 1);
+    assert_int_equal(tu_stats(ctx).deferred_updates, 1);
     tu_data d;
     tu_data_init(&d, p, 11);
     convfind_tensors t = tu_tensors(&d, p);
@@ -156,7 +137,7 @@ static void test_deferred_tunes_in_background(void **state)
     convfind_plan_destroy(later);
     convfind_plan_destroy(plan);
     tu_data_free(&d);
-    assert_int_equal(stats_of(ctx).finds, 1);
+    assert_int_equal(tu_stats(ctx).finds, 1);
     /* destroying with work queued stops the tuner without waiting for all of it */
     for (int i = 0; i < 20; i++) {
         convfind_problem *q = tu_conv2d(1, 2, 4 + i, 4, 2, 3, 1);
@@ -194,7 +175,7 @@ static void *race(void *arg)
 static void test_single_flight(void **state)
 {
     (void)state;
-    convfind_context *ctx = context_with(CONVFIND_FIND_EXHAUSTIVE, 1);
+    convfind_context *ctx = tu_context(CONVFIND_FIND_EXHAUSTIVE, 1);
     convfind_problem *p = tu_conv2d(1, 8, 9, 9, 8, 3, 1);
     pthread_barrier_t start;
     pthread_barrier_init(&start, NULL, RACERS);
@@ -210,7 +191,7 @@ static void test_single_flight(void **state)
         assert_int_equal(r[i].st, CONVFIND_OK);
         assert_string_equal(r[i].algo, r[0].algo);
     }
-    convfind_context_stats st = stats_of(ctx);
+    convfind_context_stats st = tu_stats(ctx);
     assert_int_equal(st.finds, 1);
     assert_int_equal(st.misses, 1);
     assert_int_equal(st.hits + st.waits, RACERS - 1);
@@ -225,7 +206,7 @@ static void test_bad_options(void **state)
     convfind_context_options o;
     convfind_context_options_init(&o);
     o.db_path = ":memory:"; /* hermetic: no decisions from earlier runs */
-    assert_int_equal(o.find_validate, 1);
+    assert_int_equal(o.find_skip_validation, 0);
     convfind_context *ctx;
     o.find_time_budget_s = -1;
     assert_int_equal(convfind_context_create(&o, &ctx), CONVFIND_ERR_INVALID_ATTRIBUTE);
@@ -233,7 +214,7 @@ static void test_bad_options(void **state)
     assert_null(ctx);
     convfind_context_options_init(&o);
     o.db_path = ":memory:"; /* hermetic: no decisions from earlier runs */
-    o.find_validate = 2;
+    o.find_skip_validation = 2;
     assert_int_equal(convfind_context_create(&o, &ctx), CONVFIND_ERR_INVALID_ATTRIBUTE);
     assert_int_equal(convfind_context_stats_get(NULL, NULL), CONVFIND_ERR_NULL_POINTER);
     convfind_plan_info info;

@@ -31,6 +31,40 @@ convfind_problem *tu_conv2d(int64_t n, int64_t c, int64_t h, int64_t w, int64_t 
     return p;
 }
 
+convfind_context *tu_context_with(convfind_context_options *o, convfind_find_policy policy,
+                                  int threads)
+{
+    convfind_context_options defaults;
+    convfind_context_options_init(&defaults);
+    if (!o)
+        o = &defaults;
+    o->db_path = ":memory:";
+    o->find_policy = policy;
+    o->num_threads = threads;
+    o->find_time_budget_s = 0.01;
+    convfind_context *ctx;
+    if (convfind_context_create(o, &ctx) != CONVFIND_OK) {
+        fprintf(stderr, "tu_context: %s\n", convfind_last_error());
+        abort();
+    }
+    return ctx;
+}
+
+convfind_context *tu_context(convfind_find_policy policy, int threads)
+{
+    return tu_context_with(NULL, policy, threads);
+}
+
+convfind_context_stats tu_stats(const convfind_context *ctx)
+{
+    convfind_context_stats st = {.struct_size = sizeof st};
+    if (convfind_context_stats_get(ctx, &st) != CONVFIND_OK) {
+        fprintf(stderr, "tu_stats: %s\n", convfind_last_error());
+        abort();
+    }
+    return st;
+}
+
 static float *filled(size_t n, unsigned seed)
 {
     float *v = malloc((n ? n : 1) * sizeof *v);
@@ -131,3 +165,52 @@ const cf_algo tu_algo_plain = {.name = "test.plain", .family = "gemm", .applicab
                                .execute = exec_plain};
 const cf_algo tu_algo_wrong = {.name = "test.wrong", .family = "direct", .applicable = any_f32,
                                .execute = exec_wrong};
+
+atomic_int tu_packs, tu_frees, tu_runs_packed, tu_runs_unpacked;
+
+void tu_counts_reset(void)
+{
+    atomic_store(&tu_packs, 0);
+    atomic_store(&tu_frees, 0);
+    atomic_store(&tu_runs_packed, 0);
+    atomic_store(&tu_runs_unpacked, 0);
+}
+
+convfind_status tu_pack_copy(const cf_problem *p, const void *state, const void *w,
+                             void **packed)
+{
+    (void)state;
+    float *copy = malloc(p->w_elems * sizeof *copy);
+    if (!copy)
+        return CONVFIND_ERR_OUT_OF_MEMORY;
+    memcpy(copy, w, p->w_elems * sizeof *copy);
+    *packed = copy;
+    atomic_fetch_add(&tu_packs, 1);
+    return CONVFIND_OK;
+}
+
+void tu_free_copy(void *packed)
+{
+    free(packed);
+    atomic_fetch_add(&tu_frees, 1);
+}
+
+convfind_status tu_run_counted(const cf_problem *p, const cf_exec_args *a)
+{
+    if (a->packed_w && memcmp(a->packed_w, a->w, p->w_elems * sizeof(float)) != 0)
+        return CONVFIND_ERR_BACKEND;
+    atomic_fetch_add(a->packed_w ? &tu_runs_packed : &tu_runs_unpacked, 1);
+    cf_exec_args r = *a;
+    r.packed_w = NULL;
+    return cf_algo_cpu_reference.execute(p, NULL, &r);
+}
+
+static convfind_status exec_packs(const cf_problem *p, const void *state, const cf_exec_args *a)
+{
+    (void)state;
+    return tu_run_counted(p, a);
+}
+
+const cf_algo tu_algo_packs = {.name = "test.packs", .family = "direct", .applicable = any_f32,
+                               .execute = exec_packs, .pack_weights = tu_pack_copy,
+                               .free_packed = tu_free_copy};

@@ -107,7 +107,7 @@ static void test_churn(void **state)
         wrong += wk[i].wrong;
         changes += wk[i].algo_changes;
     }
-    convfind_context_stats st;
+    convfind_context_stats st = {.struct_size = sizeof st};
     assert_int_equal(convfind_context_stats_get(s.ctx, &st), CONVFIND_OK);
     printf("executions %ld errors %ld wrong %ld algo changes %ld; finds %llu misses %llu "
            "hits %llu waits %llu fallbacks %llu find %.3f s\n",

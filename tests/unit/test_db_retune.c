@@ -64,9 +64,9 @@ static void store_foreign(const char *path, const char *key)
 }
 
 /* Plans the problem on a fresh context; returns the decision stored for this
- * environment afterwards (caller clears) and the Find count. */
+ * environment afterwards (caller clears) and the context's statistics. */
 static cf_decision plan_and_read_back(const char *path, convfind_db_env_policy policy,
-                                      const char *key, uint64_t *finds)
+                                      const char *key, convfind_context_stats *st)
 {
     convfind_context *ctx = context(path, policy);
     convfind_problem *p = small_problem();
@@ -75,9 +75,8 @@ static cf_decision plan_and_read_back(const char *path, convfind_db_env_policy p
     convfind_plan_info info;
     assert_int_equal(convfind_plan_get_info(plan, &info), CONVFIND_OK);
     assert_int_equal(info.source, CONVFIND_SOURCE_MEASURED);
-    convfind_context_stats st;
-    assert_int_equal(convfind_context_stats_get(ctx, &st), CONVFIND_OK);
-    *finds = st.finds;
+    st->struct_size = sizeof *st;
+    assert_int_equal(convfind_context_stats_get(ctx, st), CONVFIND_OK);
     convfind_plan_destroy(plan);
     convfind_problem_destroy(p);
     convfind_context_destroy(ctx);
@@ -112,25 +111,27 @@ static int others_run(const cf_decision *d)
 /* Stores a record from another environment for the small problem in <fx_dir>/<file>,
  * plans it under `policy` and returns what is stored afterwards (caller clears). */
 static cf_decision replan_foreign(const char *file, convfind_db_env_policy policy,
-                                  uint64_t *finds)
+                                  convfind_context_stats *st)
 {
     char path[300], key[1024];
     snprintf(path, sizeof path, "%s/%s", fx_dir, file);
     convfind_context *ctx = context(CF_DB_MEMORY, policy);
     convfind_problem *p = small_problem();
-    assert_true(convfind_problem_key(ctx, p, key, sizeof key) > 0);
+    assert_true(convfind_problem_key(ctx, p, CONVFIND_WEIGHTS_PER_CALL, key, sizeof key) > 0);
     convfind_problem_destroy(p);
     convfind_context_destroy(ctx);
     store_foreign(path, key);
-    return plan_and_read_back(path, policy, key, finds);
+    return plan_and_read_back(path, policy, key, st);
 }
 
 static void retune_times_only_the_stored_candidates(void **state)
 {
     (void)state;
-    uint64_t finds = 0;
-    cf_decision d = replan_foreign("retune.sqlite", CONVFIND_DB_ENV_RETUNE, &finds);
-    assert_int_equal(finds, 1);
+    convfind_context_stats st;
+    cf_decision d = replan_foreign("retune.sqlite", CONVFIND_DB_ENV_RETUNE, &st);
+    assert_int_equal(st.finds, 1);
+    assert_int_equal(st.seeded, 1); /* a re-time seeded by the foreign record */
+    assert_int_equal(st.stored, 1);
     assert_int_equal(others_run(&d), 0);
     const cf_candidate_stats *a = cf_decision_candidate(&d, "cpu.im2col_gemm");
     const cf_candidate_stats *b = cf_decision_candidate(&d, "cpu.reference");
@@ -143,9 +144,10 @@ static void retune_times_only_the_stored_candidates(void **state)
 static void ignore_runs_a_full_find(void **state)
 {
     (void)state;
-    uint64_t finds = 0;
-    cf_decision d = replan_foreign("ignore.sqlite", CONVFIND_DB_ENV_IGNORE, &finds);
-    assert_int_equal(finds, 1);
+    convfind_context_stats st;
+    cf_decision d = replan_foreign("ignore.sqlite", CONVFIND_DB_ENV_IGNORE, &st);
+    assert_int_equal(st.finds, 1);
+    assert_int_equal(st.seeded, 0);
     assert_true(others_run(&d) > 0);
     cf_decision_clear(&d);
 }

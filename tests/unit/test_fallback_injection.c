@@ -17,8 +17,8 @@
 
 #include <cmocka.h>
 
-#include "core/fault.h"
 #include "algo/registry.h"
+#include "core/test_control.h"
 #include "test_cache_util.h"
 
 static const cf_algo *const fake_list[] = {&tu_algo_ws, &tu_algo_plain, &cf_algo_cpu_reference};
@@ -26,36 +26,21 @@ static const cf_algo *const fake_list[] = {&tu_algo_ws, &tu_algo_plain, &cf_algo
 static int setup(void **state)
 {
     (void)state;
-    cf_algos_override(fake_list, 3);
+    cf_test_control(CF_TEST_ALGORITHMS, fake_list, 3);
     return 0;
 }
 
 static int teardown(void **state)
 {
     (void)state;
-    cf_fault_set(CF_FAULT_NONE);
-    cf_algos_override(NULL, 0);
+    cf_test_control(CF_TEST_FAULT, CF_FAULT_NONE);
+    cf_test_control(CF_TEST_ALGORITHMS, NULL, 0);
     return 0;
-}
-
-static convfind_context *context_with(convfind_find_policy policy)
-{
-    convfind_context_options o;
-    convfind_context_options_init(&o);
-    o.db_path = ":memory:"; /* hermetic: no decisions from earlier runs */
-    o.num_threads = 1;
-    o.find_policy = policy;
-    o.find_time_budget_s = 0.01;
-    convfind_context *ctx;
-    assert_int_equal(convfind_context_create(&o, &ctx), CONVFIND_OK);
-    return ctx;
 }
 
 static uint64_t fallbacks(const convfind_context *ctx)
 {
-    convfind_context_stats st;
-    assert_int_equal(convfind_context_stats_get(ctx, &st), CONVFIND_OK);
-    return st.fallbacks;
+    return tu_stats(ctx).fallbacks;
 }
 
 /* Executes `plan` under `fault` and checks result, fallback count and decision. */
@@ -67,9 +52,9 @@ static void execute_under(convfind_context *ctx, convfind_plan *plan, const conv
     for (size_t i = 0; i < d.ny; i++)
         d.y[i] = NAN;
     convfind_tensors t = tu_tensors(&d, p);
-    cf_fault_set(fault);
+    cf_test_control(CF_TEST_FAULT, fault);
     convfind_status st = convfind_execute(plan, &t);
-    cf_fault_set(CF_FAULT_NONE);
+    cf_test_control(CF_TEST_FAULT, CF_FAULT_NONE);
     assert_int_equal(st, CONVFIND_OK);
     assert_true(tu_matches(&d));
     assert_int_equal(fallbacks(ctx), want_fallbacks);
@@ -85,7 +70,7 @@ static void execute_under(convfind_context *ctx, convfind_plan *plan, const conv
 static void test_both_faults_heuristic(void **state)
 {
     (void)state;
-    convfind_context *ctx = context_with(CONVFIND_FIND_HEURISTIC);
+    convfind_context *ctx = tu_context(CONVFIND_FIND_HEURISTIC, 1);
     convfind_problem *p = tu_conv2d(2, 3, 6, 5, 4, 3, 1);
     convfind_plan *plan;
     assert_int_equal(convfind_plan_create(ctx, p, &plan), CONVFIND_OK);
@@ -104,7 +89,7 @@ static void test_both_faults_heuristic(void **state)
 static void test_both_faults_measured(void **state)
 {
     (void)state;
-    convfind_context *ctx = context_with(CONVFIND_FIND_EXHAUSTIVE);
+    convfind_context *ctx = tu_context(CONVFIND_FIND_EXHAUSTIVE, 1);
     convfind_problem *p = tu_conv2d(1, 4, 7, 7, 4, 3, 2);
     convfind_plan *plan;
     assert_int_equal(convfind_plan_create(ctx, p, &plan), CONVFIND_OK);
@@ -118,9 +103,7 @@ static void test_both_faults_measured(void **state)
     uint64_t ws_per = strcmp(algo, "test.ws") == 0;
     execute_under(ctx, plan, p, CF_FAULT_WORKSPACE, algo, ws_per);
     execute_under(ctx, plan, p, CF_FAULT_EXECUTE, algo, ws_per + per);
-    convfind_context_stats st;
-    assert_int_equal(convfind_context_stats_get(ctx, &st), CONVFIND_OK);
-    assert_int_equal(st.finds, 1);
+    assert_int_equal(tu_stats(ctx).finds, 1);
     convfind_plan_destroy(plan);
     convfind_problem_destroy(p);
     convfind_context_destroy(ctx);
@@ -130,7 +113,7 @@ static void test_both_faults_measured(void **state)
 static void test_forced_algorithm_falls_back(void **state)
 {
     (void)state;
-    convfind_context *ctx = context_with(CONVFIND_FIND_HEURISTIC);
+    convfind_context *ctx = tu_context(CONVFIND_FIND_HEURISTIC, 1);
     convfind_problem *p = tu_conv2d(1, 2, 5, 5, 3, 3, 1);
     convfind_plan *plan;
     assert_int_equal(convfind_plan_create_with_algorithm(ctx, p, "test.plain", &plan), CONVFIND_OK);
@@ -140,9 +123,9 @@ static void test_forced_algorithm_falls_back(void **state)
     tu_data d;
     tu_data_init(&d, p, 3);
     convfind_tensors t = tu_tensors(&d, p);
-    cf_fault_set(CF_FAULT_EXECUTE);
+    cf_test_control(CF_TEST_FAULT, CF_FAULT_EXECUTE);
     assert_int_equal(convfind_execute(plan, &t), CONVFIND_OK);
-    cf_fault_set(CF_FAULT_NONE);
+    cf_test_control(CF_TEST_FAULT, CF_FAULT_NONE);
     assert_true(tu_matches(&d));
     assert_int_equal(fallbacks(ctx), 1);
     assert_string_equal(convfind_plan_algorithm(plan), "test.plain");

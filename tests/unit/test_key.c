@@ -96,6 +96,7 @@ static void m_isa(convfind_conv_desc *d, cf_fingerprint *fp) { (void)d; strcpy(f
 static void m_threads(convfind_conv_desc *d, cf_fingerprint *fp) { (void)d; fp->threads = 2; }
 static void m_ws(convfind_conv_desc *d, cf_fingerprint *fp) { (void)d; fp->ws_class = 20; }
 static void m_ws2(convfind_conv_desc *d, cf_fingerprint *fp) { (void)d; fp->ws_class = 21; }
+static void m_weights(convfind_conv_desc *d, cf_fingerprint *fp) { (void)d; fp->weights = CF_WEIGHTS_CONSTANT; }
 /* 1-D and 3-D: the spatial rank itself is a field. */
 static void m_rank1(convfind_conv_desc *d, cf_fingerprint *fp)
 {
@@ -127,7 +128,7 @@ static const struct {
     {"residual", m_residual}, {"act", m_act},      {"alpha", m_alpha},
     {"beta", m_beta},        {"cpu", m_cpu},       {"isa", m_isa},
     {"threads", m_threads},  {"ws_class", m_ws},   {"ws_class2", m_ws2},
-    {"rank1", m_rank1},      {"rank3", m_rank3},
+    {"rank1", m_rank1},      {"rank3", m_rank3},     {"weights", m_weights},
 };
 #define NVARIANTS ((int)(sizeof variants / sizeof variants[0]))
 
@@ -231,7 +232,7 @@ static void test_data_never_in_key(void **state)
         assert_int_equal(convfind_plan_get_info(plan, &info), CONVFIND_OK);
         snprintf(keys[r], sizeof keys[r], "%s", info.key);
         char via_api[CF_KEY_TEXT_MAX];
-        assert_int_equal(convfind_problem_key(ctx, p, via_api, sizeof via_api), strlen(info.key));
+        assert_int_equal(convfind_problem_key(ctx, p, CONVFIND_WEIGHTS_PER_CALL, via_api, sizeof via_api), strlen(info.key));
         assert_string_equal(via_api, info.key);
         convfind_plan_destroy(plan);
         free(x);
@@ -295,7 +296,7 @@ static void test_parse_rejects(void **state)
         const char *from, *to;
         convfind_status want;
     } edits[] = {
-        {"v1;", "v2;", CONVFIND_ERR_NOT_FOUND},
+        {"v2;", "v1;", CONVFIND_ERR_NOT_FOUND},
         {";n=1;", ";n=01;", CONVFIND_ERR_INVALID_ATTRIBUTE},         /* not canonical */
         {";out=10x12;", ";out=10x13;", CONVFIND_ERR_INVALID_SHAPE},  /* inconsistent */
         {";g=2;", ";g=3;", CONVFIND_ERR_INVALID_SHAPE},
@@ -304,6 +305,8 @@ static void test_parse_rejects(void **state)
         {";act=clip(0,6);", ";act=clip(0);", CONVFIND_ERR_INVALID_ATTRIBUTE},
         {";bias=1;", ";bias=2;", CONVFIND_ERR_INVALID_ATTRIBUTE},
         {";math=strict;", ";math=loose;", CONVFIND_ERR_INVALID_ATTRIBUTE},
+        {";weights=per_call;", ";weights=packed;", CONVFIND_ERR_INVALID_ATTRIBUTE},
+        {";weights=per_call;", ";", CONVFIND_ERR_INVALID_ATTRIBUTE},
         {":t4", ":t0", CONVFIND_ERR_INVALID_ATTRIBUTE},
     };
     for (size_t i = 0; i < sizeof edits / sizeof edits[0]; i++) {

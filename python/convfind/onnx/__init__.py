@@ -55,11 +55,12 @@ class Problem:
     weights: str = "const"           # "const" (an initializer) or "var"
 
     def attributes(self):
-        """Keyword arguments of Context.plan(), .key() and .find() for this problem (with
-        x and w given as the shapes self.x and self.w)."""
+        """Keyword arguments of Context.key() and .find() for this problem (with x and w
+        given as the shapes self.x and self.w; Context.plan() takes all but weights)."""
         kwargs = dict(op=self.op, group=self.group, auto_pad=self.auto_pad,
                       layout=self.layout, math=self.math, dtype=self.dtype,
-                      b=True if self.bias else None, z=True if self.residual else None)
+                      b=True if self.bias else None, z=True if self.residual else None,
+                      weights="constant" if self.weights == "const" else "per_call")
         for key in ("pads", "strides", "dilations", "kernel_shape", "output_padding",
                     "output_shape"):
             if getattr(self, key) is not None:

@@ -7,7 +7,10 @@
  *   X: 1x1x4x4 holding 0..15 (X[r][c] = 4r + c), pads 1, strides 2, bias {0.5, -1}
  *   W: filter 0 is a 3x3 box of ones, filter 1 has only its centre tap set, to 2.
  * Y is 1x2x2x2 (floor((4 + 2 - 3) / 2) + 1 = 2 per axis); see expected[] below.
- * Exit status 0 only if every value, the output shape and the error path are right.
+ * The weights are the plan's constant weights, the fast way: copied and packed once at
+ * plan creation, so executions pass no w.
+ * Exit status 0 only if every value, the output shape, the version and the error path
+ * are right.
  */
 #include <convfind.h>
 
@@ -75,9 +78,11 @@ int main(void)
     for (int i = 9; i < 18; i++)
         w[i] = i == 13 ? 2.0f : 0.0f;
 
-    if (strcmp(convfind_version_string(), CONVFIND_VERSION_STRING) != 0) {
-        fprintf(stderr, "example: header version %s but library version %s\n",
-                CONVFIND_VERSION_STRING, convfind_version_string());
+    if (strcmp(convfind_version_string(), CONVFIND_VERSION_STRING) != 0 ||
+        convfind_version_number() != CONVFIND_VERSION_NUMBER) {
+        fprintf(stderr, "example: header version %s (%d) but library version %s (%d)\n",
+                CONVFIND_VERSION_STRING, CONVFIND_VERSION_NUMBER, convfind_version_string(),
+                convfind_version_number());
         return 1;
     }
 
@@ -85,6 +90,9 @@ int main(void)
     convfind_context_options_init(&opts);
     opts.num_threads = 1;
     opts.find_policy = CONVFIND_FIND_HEURISTIC;
+    convfind_plan_options plan_opts;
+    convfind_plan_options_init(&plan_opts);
+    plan_opts.weights = w;
     convfind_context *ctx = NULL;
     convfind_problem *prob = NULL;
     convfind_plan *plan = NULL;
@@ -95,15 +103,18 @@ int main(void)
     int bad = check(convfind_context_create(&opts, &ctx), "convfind_context_create") ||
               check(convfind_problem_create(&desc, &prob), "convfind_problem_create") ||
               check(convfind_problem_output_dims(prob, &rank, dims), "convfind_problem_output_dims") ||
-              check(convfind_plan_create(ctx, prob, &plan), "convfind_plan_create");
+              check(convfind_plan_create_ex(ctx, prob, &plan_opts, &plan),
+                    "convfind_plan_create_ex");
     if (!bad && (rank != 4 || memcmp(dims, expected_dims, sizeof expected_dims) != 0)) {
         fprintf(stderr, "example: output rank %d dims %lld %lld %lld %lld, expected 1 2 2 2\n",
                 rank, (long long)dims[0], (long long)dims[1], (long long)dims[2],
                 (long long)dims[3]);
         bad = 1;
     }
+    for (int i = 0; i < 18; i++)
+        w[i] = -1.0f; /* the plan holds its own copy: this must not change the result */
     if (!bad) {
-        convfind_tensors t = {.x = x, .w = w, .b = b, .z = NULL, .y = y};
+        convfind_tensors t = {.x = x, .w = NULL, .b = b, .z = NULL, .y = y};
         bad = check(convfind_execute(plan, &t), "convfind_execute");
     }
     for (int i = 0; !bad && i < 8; i++) {
