@@ -5,8 +5,9 @@
  * fastest correct algorithm for each distinct problem by measuring the candidates, and
  * remembers that decision.  The objects, in the order a caller meets them:
  *
- *   convfind_context   options (threads, find policy, workspace budget, database) and
- *                      everything shared between calls: the decision cache, the thread pool.
+ *   convfind_context   options (threads or the caller's thread pool, find policy,
+ *                      workspace budget, database, log) and everything shared between
+ *                      calls: the decision cache, the thread pool.
  *   convfind_problem   one convolution described with ONNX attributes, validated and
  *                      resolved (pads, output shape).  Immutable; knows nothing of data.
  *   convfind_plan      a problem bound to a context and to the algorithm chosen for it.
@@ -426,10 +427,11 @@ typedef struct convfind_context convfind_context;
 /* Creates a context.  `options` may be NULL for the defaults; strings in it are copied,
  * the log and thread pool callbacks (and their user pointers) are kept and must stay
  * valid until the context is destroyed.  With parallel_for set, the context starts no
- * worker threads: every parallel loop of an execution (and of Find) is given to it, and
- * num_threads must be > 0 (CONVFIND_ERR_INVALID_ATTRIBUTE otherwise); it is part of the
- * decision key as the thread count.  The environment variables the library reads
- * (docs/environment.md) are read here, once per context.  Errors: NULL_POINTER,
+ * worker threads (the DEFERRED policy's one background tuner aside): every parallel loop
+ * of an execution (and of Find) is given to it, and num_threads must be > 0
+ * (CONVFIND_ERR_INVALID_ATTRIBUTE otherwise); it is part of the decision key as the
+ * thread count.  The environment variables a context depends on ($CONVFIND_FIND_POLICY,
+ * $CONVFIND_LOG, the database's) are read here, once.  Errors: NULL_POINTER,
  * INVALID_ENUM and INVALID_ATTRIBUTE naming the option, UNSUPPORTED for a struct_size
  * from a newer header, UNAVAILABLE (CUDA), OUT_OF_MEMORY.  Thread-safe.  A context may be
  * shared by any number of threads. */

@@ -1,6 +1,6 @@
 /*
  * env.h - the environment variables a context reads, read in this one place, once per
- * context creation (docs/environment.md lists every variable the library reads).
+ * context creation: CONVFIND_FIND_POLICY and CONVFIND_LOG.
  *
  * The values are parsed here and kept in the context; nothing downstream calls getenv
  * for them.  A value that means nothing is not an error of the context's creation: it is
