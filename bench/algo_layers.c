@@ -1,16 +1,19 @@
 /*
- * algo_layers.c - times one named CPU algorithm on every layer of a benchmark CSV
- * (../shared/bench format) and checks each result against cpu.reference.
+ * algo_layers.c - times one named algorithm on every layer of a benchmark CSV
+ * (../shared/bench format) and checks each result against cpu.reference, through the
+ * public API alone.
  *
  *   algo_layers CSV ALGO THREADS [REPEATS] [nchw|nhwc] [FILTER]
  *
  * Per layer: median and minimum milliseconds of REPEATS executions (after two warm-up
- * runs), GFLOP/s from the median, and the largest |y - ref| / max|ref|.  Packed weights
- * are made once, outside the timing, as a plan would; layout conversion of X and Y is
- * inside it.  Layers the algorithm cannot run are listed as "n/a".  FILTER keeps only
- * layers whose name contains it.  Problems have strict math unless the environment says
- * ALGO_LAYERS_MATH=relaxed (CONVFIND_MATH_ALLOW_TF32: cpu.winograd_f6x3 needs it).  A
- * development tool for kernel work, not a test: nothing here asserts a timing.
+ * runs), GFLOP/s from the median, and the largest |y - ref| / max|ref|.  Each layer is
+ * a plan forcing ALGO with constant weights, packed once outside the timing as a runtime
+ * would; layout conversion of X and Y is inside it.  Layers the algorithm cannot run are
+ * listed as "n/a"; an execution that had to fall back (the algorithm failed at run time)
+ * is an error.  FILTER keeps only layers whose name contains it.  Problems have strict
+ * math unless the environment says ALGO_LAYERS_MATH=relaxed (CONVFIND_MATH_ALLOW_TF32:
+ * cpu.winograd_f6x3 needs it).  A development tool for kernel work, not a test: nothing
+ * here asserts a timing.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -20,7 +23,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "algo/registry.h"
+#include "convfind.h"
 
 static double now_ms(void)
 {
@@ -45,58 +48,88 @@ static float *random_buffer(size_t n, unsigned *seed)
     return v;
 }
 
+static uint64_t fallbacks(const convfind_context *ctx)
+{
+    convfind_context_stats s = {.struct_size = sizeof s};
+    convfind_context_stats_get(ctx, &s);
+    return s.fallbacks;
+}
+
+/* A plan of `p` forcing `algo`, with the constant weights `w` when given. */
+static convfind_status forced_plan(convfind_context *ctx, const convfind_problem *p,
+                                   const char *algo, const float *w, convfind_plan **out)
+{
+    convfind_plan_options o;
+    convfind_plan_options_init(&o);
+    o.algorithm = algo;
+    o.weights = w;
+    return convfind_plan_create_ex(ctx, p, &o, out);
+}
+
+/* Times `plan` REPEATS times after two warm-up runs; NULL on failure. */
+static double *timed_runs(convfind_context *ctx, const convfind_plan *plan,
+                          const convfind_tensors *t, int repeats)
+{
+    double *ms = calloc((size_t)repeats, sizeof *ms);
+    const uint64_t before = fallbacks(ctx);
+    for (int i = 0; ms && i < repeats + 2; i++) {
+        double t0 = now_ms();
+        if (convfind_execute(plan, t) != CONVFIND_OK || fallbacks(ctx) != before) {
+            free(ms);
+            return NULL;
+        }
+        if (i >= 2)
+            ms[i - 2] = now_ms() - t0;
+    }
+    return ms;
+}
+
 /* Runs one layer; returns 0 when it ran (or was not applicable), -1 on failure. */
-static int run_layer(const char *name, const convfind_conv_desc *d, const cf_algo *algo,
-                     cf_threadpool *pool, int repeats)
+static int run_layer(convfind_context *ctx, const char *name, const convfind_conv_desc *d,
+                     const char *algo, int repeats)
 {
     convfind_problem *p;
     if (convfind_problem_create(d, &p) != CONVFIND_OK) {
         fprintf(stderr, "%s: %s\n", name, convfind_last_error());
         return -1;
     }
-    if (!algo->applicable(p)) {
-        printf("%-36s n/a\n", name);
-        convfind_problem_destroy(p);
-        return 0;
-    }
+    size_t xn, wn, yn;
+    convfind_problem_sizes(p, &xn, &wn, &yn, NULL);
     unsigned seed = 12345;
-    float *x = random_buffer(p->x_elems, &seed), *w = random_buffer(p->w_elems, &seed);
-    float *y = random_buffer(p->y_elems, &seed), *ref = random_buffer(p->y_elems, &seed);
-    size_t ws_bytes = 0;
-    void *ws = NULL, *packed = NULL, *state = NULL;
+    float *x = random_buffer(xn, &seed), *w = random_buffer(wn, &seed);
+    float *y = random_buffer(yn, &seed), *ref = random_buffer(yn, &seed);
+    convfind_plan *plan = NULL, *reference = NULL;
     int rc = -1;
-    if (!x || !w || !y || !ref || algo->workspace(p, &ws_bytes) != CONVFIND_OK)
+    if (!x || !w || !y || !ref) {
+        fprintf(stderr, "%s: out of memory\n", name);
         goto out;
-    if (algo->prepare && algo->prepare(p, &state) != CONVFIND_OK) /* as a plan does */
-        goto out;
-    if (ws_bytes && !(ws = aligned_alloc(64, (ws_bytes + 63) & ~(size_t)63)))
-        goto out;
-    if (algo->pack_weights && algo->pack_weights(p, state, w, &packed) != CONVFIND_OK)
-        goto out;
-    cf_exec_args a = {.x = x, .w = w, .packed_w = packed, .y = y, .workspace = ws,
-                      .workspace_size = ws_bytes, .pool = pool};
-    double *t = calloc((size_t)repeats, sizeof *t);
-    if (!t)
-        goto out;
-    for (int i = 0; i < repeats + 2; i++) {
-        double t0 = now_ms();
-        if (algo->execute(p, state, &a) != CONVFIND_OK) {
-            fprintf(stderr, "%s: %s\n", name, convfind_last_error());
-            free(t);
-            goto out;
-        }
-        if (i >= 2)
-            t[i - 2] = now_ms() - t0;
     }
-    qsort(t, (size_t)repeats, sizeof *t, cmp_double);
-    double med = t[repeats / 2], best = t[0];
-    free(t);
+    convfind_status st = forced_plan(ctx, p, algo, w, &plan);
+    if (st == CONVFIND_ERR_UNSUPPORTED) {
+        printf("%-36s n/a\n", name);
+        rc = 0;
+        goto out;
+    }
+    const convfind_tensors t = {.x = x, .y = y};
+    double *ms = st == CONVFIND_OK ? timed_runs(ctx, plan, &t, repeats) : NULL;
+    if (!ms) {
+        fprintf(stderr, "%s: %s\n", name,
+                convfind_last_error()[0] ? convfind_last_error() : "it fell back to another "
+                                                                   "algorithm");
+        goto out;
+    }
+    qsort(ms, (size_t)repeats, sizeof *ms, cmp_double);
+    double med = ms[repeats / 2], best = ms[0];
+    free(ms);
 
-    extern const cf_algo cf_algo_cpu_reference;
-    cf_exec_args r = {.x = x, .w = w, .y = ref, .pool = pool};
-    cf_algo_cpu_reference.execute(p, NULL, &r);
+    const convfind_tensors r = {.x = x, .w = w, .y = ref};
+    if (forced_plan(ctx, p, "cpu.reference", NULL, &reference) != CONVFIND_OK ||
+        convfind_execute(reference, &r) != CONVFIND_OK) {
+        fprintf(stderr, "%s: cpu.reference: %s\n", name, convfind_last_error());
+        goto out;
+    }
     double err = 0, mag = 0;
-    for (size_t i = 0; i < p->y_elems; i++) {
+    for (size_t i = 0; i < yn; i++) {
         err = fmax(err, fabs((double)y[i] - ref[i]));
         mag = fmax(mag, fabs((double)ref[i]));
     }
@@ -105,11 +138,8 @@ static int run_layer(const char *name, const convfind_conv_desc *d, const cf_alg
            flops / med * 1e-6, mag > 0 ? err / mag : err);
     rc = 0;
 out:
-    if (packed)
-        algo->free_packed(packed);
-    if (algo->release)
-        algo->release(state);
-    free(ws);
+    convfind_plan_destroy(plan);
+    convfind_plan_destroy(reference);
     free(x);
     free(w);
     free(y);
@@ -118,13 +148,22 @@ out:
     return rc;
 }
 
+/* Whether `name` is an algorithm of this build. */
+static bool known(const char *name)
+{
+    for (int i = 0; i < convfind_algorithm_count(); i++)
+        if (strcmp(convfind_algorithm_name(i), name) == 0)
+            return true;
+    return false;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 4) {
         fprintf(stderr, "usage: %s CSV ALGO THREADS [REPEATS] [nchw|nhwc] [FILTER]\n", argv[0]);
         return 2;
     }
-    const cf_algo *algo = cf_backend_find(cf_backend_host(), argv[2]);
+    const char *algo = argv[2];
     int threads = atoi(argv[3]);
     int repeats = argc > 4 ? atoi(argv[4]) : 10;
     convfind_layout layout = argc > 5 && strcmp(argv[5], "nhwc") == 0 ? CONVFIND_LAYOUT_NHWC
@@ -133,9 +172,17 @@ int main(int argc, char **argv)
     const char *math = getenv("ALGO_LAYERS_MATH");
     const bool relaxed = math && strcmp(math, "relaxed") == 0;
     FILE *f = fopen(argv[1], "r");
-    cf_threadpool *pool = NULL;
-    if (!algo || !f || repeats < 1 || cf_threadpool_create(threads, &pool) != CONVFIND_OK) {
+    convfind_context_options o;
+    convfind_context_options_init(&o);
+    o.num_threads = threads;
+    o.find_policy = CONVFIND_FIND_HEURISTIC;
+    o.db_path = ":memory:";
+    convfind_context *ctx = NULL;
+    if (!known(algo) || !f || repeats < 1 || threads < 1 ||
+        convfind_context_create(&o, &ctx) != CONVFIND_OK) {
         fprintf(stderr, "bad algorithm, CSV, thread count or repeat count\n");
+        if (f)
+            fclose(f);
         return 2;
     }
     char line[512];
@@ -166,9 +213,9 @@ int main(int argc, char **argv)
         d.strides.v[1] = v[11];
         d.dilations.v[0] = v[12];
         d.dilations.v[1] = v[13];
-        failures += run_layer(name, &d, algo, pool, repeats) != 0;
+        failures += run_layer(ctx, name, &d, algo, repeats) != 0;
     }
     fclose(f);
-    cf_threadpool_destroy(pool);
+    convfind_context_destroy(ctx);
     return failures ? 1 : 0;
 }

@@ -111,6 +111,15 @@ CONVFIND_API int convfind_version_number(void);
  * smaller one (a caller compiled against an older release) is accepted, and the fields
  * past it take their defaults (for a struct the library fills: are not written). */
 
+/* What every _init function below does: zero the struct and set its struct_size. */
+#define CONVFIND_STRUCT_INIT_(p)                                                          \
+    do {                                                                                  \
+        if (p) {                                                                          \
+            memset((p), 0, sizeof *(p));                                                  \
+            (p)->struct_size = sizeof *(p);                                               \
+        }                                                                                 \
+    } while (0)
+
 /* ------------------------------------------------------------------------- */
 /* Log messages                                                              */
 /* ------------------------------------------------------------------------- */
@@ -416,10 +425,7 @@ typedef struct convfind_context_options {
  * stderr, the context's own threads.  Nothing happens for NULL. */
 static inline void convfind_context_options_init(convfind_context_options *options)
 {
-    if (options) {
-        memset(options, 0, sizeof *options);
-        options->struct_size = sizeof *options;
-    }
+    CONVFIND_STRUCT_INIT_(options);
 }
 
 typedef struct convfind_context convfind_context;
@@ -483,10 +489,7 @@ typedef struct convfind_plan_options {
 /* Sets struct_size and every other field to zero (the defaults).  Nothing for NULL. */
 static inline void convfind_plan_options_init(convfind_plan_options *options)
 {
-    if (options) {
-        memset(options, 0, sizeof *options);
-        options->struct_size = sizeof *options;
-    }
+    CONVFIND_STRUCT_INIT_(options);
 }
 
 /* Binds `problem` to `context` and to an algorithm: the forced one, or the one the
@@ -562,10 +565,7 @@ typedef struct convfind_execute_options {
 /* Sets struct_size and every other field to zero (the defaults).  Nothing for NULL. */
 static inline void convfind_execute_options_init(convfind_execute_options *options)
 {
-    if (options) {
-        memset(options, 0, sizeof *options);
-        options->struct_size = sizeof *options;
-    }
+    CONVFIND_STRUCT_INIT_(options);
 }
 
 /* Computes Y.  `options` may be NULL (default stream, the library's scratch).  Any number
@@ -726,6 +726,162 @@ typedef struct convfind_context_stats {
  * Errors: NULL_POINTER, UNSUPPORTED (a struct_size from a newer header).  Thread-safe. */
 CONVFIND_API convfind_status convfind_context_stats_get(const convfind_context *context,
                                                         convfind_context_stats *stats);
+
+/* ------------------------------------------------------------------------- */
+/* The find database as an object (docs/db.md)                               */
+/* ------------------------------------------------------------------------- */
+
+/* A handle on a find database: a context's own (convfind_context_db), or one opened
+ * alone (convfind_db_open) to inspect or maintain a database file, as `convfind db` does.
+ * Any number of threads may use one handle at once; each call holds the handle's lock
+ * for its SQLite work.  Records this build cannot use (an algorithm it does not have,
+ * one that cannot run the key's problem, every candidate failed) are treated as
+ * unreadable: lookups miss them (the decision is measured again under the policy),
+ * import refuses them naming the line, listings skip them and verification reports them. */
+typedef struct convfind_db convfind_db;
+
+typedef enum convfind_db_mode {
+    /* Maintenance: import, prune and vacuum write the file, so it must be writable; a
+     * problem that would mean read-only use or memory fails convfind_db_open instead. */
+    CONVFIND_DB_READ_WRITE = 0,
+    /* Inspection: opens nothing for writing, creates no directory, file or sidecar,
+     * quarantines nothing; a missing file reads as empty.  Import, prune and vacuum fail
+     * with CONVFIND_ERR_UNSUPPORTED. */
+    CONVFIND_DB_READ_ONLY = 1
+} convfind_db_mode;
+
+/* Zero is the default of every field. */
+typedef struct convfind_db_options {
+    size_t struct_size;        /* sizeof(convfind_db_options); 0: this release's */
+    const char *path;          /* the user tier; NULL: the location order a context uses */
+    const char *system_path;   /* NULL: $CONVFIND_SYSTEM_DB, else none; "": none */
+    convfind_db_mode mode;
+    convfind_log_fn log_fn;    /* as in convfind_context_options */
+    void *log_user;
+    convfind_log_level log_level;
+} convfind_db_options;
+
+/* Sets struct_size and every other field to zero (the defaults).  Nothing for NULL. */
+static inline void convfind_db_options_init(convfind_db_options *options)
+{
+    CONVFIND_STRUCT_INIT_(options);
+}
+
+/* Opens a database: the user tier at `path` or where a context would find it
+ * ($CONVFIND_DB_PATH, $XDG_CACHE_HOME/convfind, ~/.cache/convfind; read now, once), and
+ * the system tier.  `options` may be NULL (READ_WRITE, default locations).  The handle
+ * belongs to the caller (convfind_db_close).  Errors: NULL_POINTER, INVALID_ENUM,
+ * UNSUPPORTED (a struct_size from a newer header), IO naming the file when it cannot be
+ * used as the mode needs (READ_ONLY: damaged, not a regular file, unreadable; READ_WRITE:
+ * also read-only, or no location at all), OUT_OF_MEMORY.  Thread-safe. */
+CONVFIND_API convfind_status convfind_db_open(const convfind_db_options *options,
+                                              convfind_db **out);
+
+/* Writes what is still pending, releases this process's leases and closes the handle.
+ * NULL allowed; a context's handle (convfind_context_db) is not closed this way. */
+CONVFIND_API void convfind_db_close(convfind_db *db);
+
+/* The context's own database handle, borrowed: valid while the context lives, never
+ * closed by the caller.  NULL for a NULL context.  Thread-safe. */
+CONVFIND_API convfind_db *convfind_context_db(convfind_context *context);
+
+typedef struct convfind_db_info {
+    size_t struct_size;        /* set by the caller: sizeof(convfind_db_info) (0: the
+                                  library's) */
+    const char *path;          /* the user tier's file, or ":memory:"; valid while the
+                                  handle is open */
+    int exists;                /* the file exists (READ_ONLY may look at a missing one) */
+    int persistent;            /* the user tier is a file (read-only or not) */
+    int read_only;             /* decisions are not written to the file */
+    const char *system_path;   /* the system tier's file while open, else NULL */
+    const char *environment;   /* this process's environment, "library|backends|device":
+                                  what "current" means below; valid while open */
+    size_t records;            /* user tier, all environments */
+    size_t current;            /* user tier, this environment */
+    size_t foreign;            /* user tier, other environments */
+    size_t unreadable;         /* user tier, records this build cannot read or use */
+    size_t leases;             /* leases held now (live or not) */
+    size_t system_records;     /* system tier, all environments */
+    int64_t file_bytes;        /* size of the user file; -1 in memory or when missing */
+    uint64_t stored;           /* decisions this handle has written */
+    uint64_t store_failures;   /* decisions this handle could not keep in its file */
+    size_t pending;            /* decisions waiting for a busy database */
+    int warnings;              /* warnings this handle has logged */
+} convfind_db_info;
+
+/* Counts the records now into the first info->struct_size bytes of `info`.  Errors:
+ * NULL_POINTER, UNSUPPORTED (struct_size), IO (the file cannot be read).  Thread-safe. */
+CONVFIND_API convfind_status convfind_db_get_info(convfind_db *db, convfind_db_info *info);
+
+/* Writes the decisions still waiting for a busy database now, waiting up to the busy
+ * timeout; those that still cannot be written count as store failures.  Errors:
+ * NULL_POINTER.  Thread-safe. */
+CONVFIND_API convfind_status convfind_db_flush(convfind_db *db);
+
+/* One stored record, as a callback of convfind_db_foreach sees it: every pointer is valid
+ * only during that call. */
+typedef struct convfind_db_record {
+    const char *key;           /* canonical key text (docs/key.md) */
+    const char *algorithm;     /* the decision */
+    const char *library;       /* the environment it was measured in: convfind version, */
+    const char *backends;      /* backends and their versions, */
+    const char *device;        /* and the device fingerprint */
+    int current_environment;   /* 1: that is this process's environment */
+    const char *host;          /* where it was measured */
+    const char *tier;          /* "user" or "system" */
+    int64_t time;              /* when it was measured, Unix seconds */
+    int n_candidates;
+    const convfind_find_result *candidates; /* ranked, as convfind_find gives them */
+    double margin;             /* how far the runner-up's median is behind the decision's,
+                                  relative ((runner-up - best) / best); 0 without two timed
+                                  candidates */
+} convfind_db_record;
+
+/* Returns 0 to go on, anything else to stop the walk. */
+typedef int (*convfind_db_record_fn)(void *user, const convfind_db_record *record);
+
+/* Calls `fn` for every usable record of the user tier, then of the system tier, in key
+ * order (with `key` not NULL: that key's only).  Must not call back into `db`.  Errors:
+ * NULL_POINTER, IO.  Thread-safe. */
+CONVFIND_API convfind_status convfind_db_foreach(convfind_db *db, const char *key,
+                                                 convfind_db_record_fn fn, void *user);
+
+/* Export and import go through the caller's functions, so the records can go to a file,
+ * a socket or memory (as TensorRT's timing cache is serialized in code):
+ *   write(user, data, size): 0 when all `size` bytes were taken, else the export stops;
+ *   read(user, buf, size): bytes read into buf (at most size), 0 at the end, < 0 error.
+ * The format is JSON Lines, one record per line with its environment and provenance
+ * (docs/db.md), the same as `convfind db export` writes. */
+typedef int (*convfind_write_fn)(void *user, const void *data, size_t size);
+typedef long (*convfind_read_fn)(void *user, void *buf, size_t size);
+
+/* Writes every user-tier record; *count (may be NULL) gets how many.  Errors:
+ * NULL_POINTER, IO (a write refused, the file unreadable).  Thread-safe. */
+CONVFIND_API convfind_status convfind_db_export(convfind_db *db, convfind_write_fn write,
+                                                void *user, size_t *count);
+
+/* Reads records until `read` reports the end and stores them in one transaction, each
+ * keeping its own environment and provenance: all or nothing.  A line that does not
+ * parse, is longer than 1 MiB, or is a record this build cannot use fails the import
+ * with a message naming `name` (NULL: "import") and the line number.  *count (may be
+ * NULL) gets how many were stored.  Errors: NULL_POINTER, UNSUPPORTED (READ_ONLY), IO,
+ * OUT_OF_MEMORY.  Thread-safe. */
+CONVFIND_API convfind_status convfind_db_import(convfind_db *db, convfind_read_fn read,
+                                                void *user, const char *name, size_t *count);
+
+/* Deletes the records of other environments, those this build cannot read or use, and
+ * dead or expired leases; *removed (may be NULL) gets how many records went.  Errors:
+ * NULL_POINTER, UNSUPPORTED (READ_ONLY), IO.  Thread-safe. */
+CONVFIND_API convfind_status convfind_db_prune(convfind_db *db, size_t *removed);
+
+/* SQLite's integrity check and a check of every record; changes nothing.  IO naming the
+ * first problem (one line) when there is one, also when the file does not exist; *bad
+ * (may be NULL) gets how many records this build cannot read or use.  Thread-safe. */
+CONVFIND_API convfind_status convfind_db_verify(convfind_db *db, size_t *bad);
+
+/* Rebuilds the file to its minimal size.  Errors: NULL_POINTER, UNSUPPORTED (READ_ONLY),
+ * IO.  Thread-safe. */
+CONVFIND_API convfind_status convfind_db_vacuum(convfind_db *db);
 
 #ifdef __cplusplus
 }

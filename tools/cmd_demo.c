@@ -21,7 +21,6 @@
 #include <time.h>
 
 #include "cli_common.h"
-#include "ctx_private.h"
 #include "decide.h"
 #include "layers.h"
 
@@ -69,7 +68,7 @@ static int plan_all(const cli_command *cmd, convfind_context *ctx, const cli_lay
         convfind_conv_desc desc;
         cli_layer_desc(&layers[i], &desc);
         snprintf(rows[i].name, sizeof rows[i].name, "%s", layers[i].name);
-        cli_decide(ctx, &desc, &rows[i], plans ? &plans[i] : NULL);
+        cli_decide(ctx, &desc, true, NULL, &rows[i], plans ? &plans[i] : NULL);
         if (show && rows[i].status == CONVFIND_OK) {
             cli_decision_row(&rows[i]);
             fflush(stdout);
@@ -102,8 +101,14 @@ static int pass_one(const cli_command *cmd, const cli_args *o, const cli_layer *
     int rc = open_context(o, CONVFIND_FIND_HYBRID, NULL, &ctx);
     if (rc != CLI_EXIT_OK)
         return rc;
-    printf("find database: %s\n", cli_ctx_db_location(ctx));
-    if (!cli_ctx_db_writable(ctx))
+    convfind_db_info info = {.struct_size = sizeof info};
+    convfind_status st = convfind_db_get_info(convfind_context_db(ctx), &info);
+    if (st != CONVFIND_OK) {
+        convfind_context_destroy(ctx);
+        return cli_library_error(st);
+    }
+    printf("find database: %s\n", info.path);
+    if (!info.persistent || info.read_only)
         printf("  (not a file: decisions last only as long as each context, so pass 2 "
                "will measure again)\n");
     printf("\npass 1: plan every layer; the database answers what it knows, Find measures "
@@ -147,8 +152,8 @@ static int compare_double(const void *a, const void *b)
 }
 
 /* Median milliseconds of `repeats` executions after one untimed warm-up, which brings
- * code, weights and pages in as in steady state.  The plans take their weights per
- * call, as Find measured the candidates for them. */
+ * code, weights and pages in as in steady state.  The plans hold constant weights,
+ * packed once as an inference runtime does, and as Find measured the candidates. */
 static convfind_status time_plan(const convfind_plan *plan, const convfind_tensors *t,
                                  int repeats, double *times, double *median_ms)
 {
@@ -198,12 +203,8 @@ static int run_layer(const cli_command *cmd, convfind_context *untuned, const cl
     convfind_status st = convfind_problem_create(&desc, &s->problem);
     if (st == CONVFIND_OK)
         st = convfind_problem_sizes(s->problem, &xn, &wn, &yn, NULL);
-    if (st == CONVFIND_OK)
-        st = convfind_plan_create(untuned, s->problem, &s->heuristic);
     if (st != CONVFIND_OK)
         return cli_library_error(st);
-    snprintf(r->heuristic_algo, sizeof r->heuristic_algo, "%s",
-             convfind_plan_algorithm(s->heuristic));
     s->x = malloc(xn * sizeof(float));
     s->w = malloc(wn * sizeof(float));
     s->y = malloc(yn * sizeof(float));
@@ -212,7 +213,14 @@ static int run_layer(const cli_command *cmd, convfind_context *untuned, const cl
         return cli_failure(cmd, "out of memory for layer %s", layer->name);
     fill(s->x, xn, 1);
     fill(s->w, wn, 2);
-    const convfind_tensors t = {.x = s->x, .w = s->w, .y = s->y};
+    convfind_plan_options po;
+    convfind_plan_options_init(&po);
+    po.weights = s->w;
+    if ((st = convfind_plan_create_ex(untuned, s->problem, &po, &s->heuristic)) != CONVFIND_OK)
+        return cli_library_error(st);
+    snprintf(r->heuristic_algo, sizeof r->heuristic_algo, "%s",
+             convfind_plan_algorithm(s->heuristic));
+    const convfind_tensors t = {.x = s->x, .y = s->y};
     st = time_plan(tuned, &t, repeats, s->times, &r->tuned_ms);
     /* One algorithm is one code path: timing it twice would only show noise as a gain. */
     if (st == CONVFIND_OK && strcmp(r->heuristic_algo, convfind_plan_algorithm(tuned)) == 0)

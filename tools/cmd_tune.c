@@ -5,8 +5,9 @@
  * measuring (docs/db.md).
  *
  * Each problem goes through an ordinary plan creation under the HYBRID policy (stored
- * decision, else Find and store; EXHAUSTIVE with --policy exhaustive), so tuning is the
- * very path a first inference would take.  Results go to stdout: a table and the line
+ * decision, else Find and store; EXHAUSTIVE with --policy exhaustive), with constant
+ * weights unless its list line says weights=var, so tuning is the very path a first
+ * inference would take and decides the keys its plans have.  Results go to stdout: a table and the line
  *   tuned=<decided> failed=<not decided> finds=<finds run> db_hits=<read from the
  *   database> unstored=<decisions that could not be stored> seconds=<s>
  * or one JSON object; --progress reports on stderr as it goes.  The exit status is 1
@@ -22,7 +23,7 @@
 
 #include "cli_common.h"
 #include "cli_setup.h"
-#include "ctx_private.h"
+#include "cuda_copy.h"
 #include "decide.h"
 #include "json_out.h"
 #include "miopen.h"
@@ -142,11 +143,17 @@ static void print_json(const char *db, const cli_problem_list *list, const cli_d
     printf("}\n");
 }
 
-/* Decides every problem of `list` on `ctx`, then reports. */
+/* Decides every problem of `list` on `ctx` (a CUDA context's constant weights on the
+ * device through `cuda`), then reports. */
 static int tune(const cli_command *cmd, const cli_args *a, convfind_context *ctx,
-                const cli_problem_list *list, cli_decision *rows, double t0)
+                cli_cuda *cuda, const cli_problem_list *list, cli_decision *rows, double t0)
 {
-    const char *db = cli_ctx_db_location(ctx);
+    convfind_db *store = convfind_context_db(ctx);
+    convfind_db_info info = {.struct_size = sizeof info};
+    convfind_status st = convfind_db_get_info(store, &info);
+    if (st != CONVFIND_OK)
+        return cli_library_error(st);
+    const char *db = info.path;
     if (!a->json)
         printf("tuning %zu problems into %s\n", list->n, db);
     bool tty = isatty(STDERR_FILENO) != 0;
@@ -160,14 +167,18 @@ static int tune(const cli_command *cmd, const cli_args *a, convfind_context *ctx
             r->status = CONVFIND_ERR_UNSUPPORTED;
             snprintf(r->error, sizeof r->error, "%s", unsupported);
         } else {
-            cli_decide(ctx, &list->v[i].desc, r, NULL);
+            cli_decide(ctx, &list->v[i].desc, list->v[i].weights != CLI_WEIGHTS_VAR, cuda, r,
+                       NULL);
         }
         hits += r->status == CONVFIND_OK && r->source == CONVFIND_SOURCE_STORED;
         failed += r->status != CONVFIND_OK;
         if (a->progress)
             progress(tty, i + 1, list->n, now_s() - start, r);
     }
-    size_t unstored = cli_ctx_db_flush(ctx);
+    if ((st = convfind_db_flush(store)) != CONVFIND_OK ||
+        (st = convfind_db_get_info(store, &info)) != CONVFIND_OK)
+        return cli_library_error(st);
+    size_t unstored = (size_t)info.store_failures;
     convfind_context_stats stats = {.struct_size = sizeof stats};
     convfind_context_stats_get(ctx, &stats);
     size_t tuned = list->n - failed;
@@ -197,15 +208,22 @@ static int tune_main(const cli_command *cmd, cli_args *a)
     int rc = collect(cmd, a, &list);
     cli_decision *rows = NULL;
     convfind_context *ctx = NULL;
+    cli_cuda *cuda = NULL;
+    char err[300];
     if (rc == CLI_EXIT_OK && !(rows = calloc(list.n, sizeof *rows)))
         rc = cli_failure(cmd, "out of memory for %zu problems", list.n);
     if (rc == CLI_EXIT_OK)
         rc = cli_context_open(cmd, a,
                               a->policy == 1 ? CONVFIND_FIND_EXHAUSTIVE : CONVFIND_FIND_HYBRID,
                               &ctx);
+    /* Constant weights live where the context's tensors do. */
+    if (rc == CLI_EXIT_OK && a->device == CONVFIND_DEVICE_CUDA &&
+        cli_cuda_open(a->device_index, &cuda, err, sizeof err) != 0)
+        rc = cli_failure(cmd, "%s", err);
     if (rc == CLI_EXIT_OK)
-        rc = tune(cmd, a, ctx, &list, rows, t0);
+        rc = tune(cmd, a, ctx, cuda, &list, rows, t0);
     convfind_context_destroy(ctx);
+    cli_cuda_close(cuda);
     free(rows);
     cli_problems_free(&list);
     return rc;
@@ -246,8 +264,9 @@ const cli_command cli_cmd_tune = {
         "kernel_shape, auto_pad (notset|same_upper|same_lower|valid), output_padding, "
         "output_shape, bias (0|1), residual (0|1), act (none|relu|leaky_relu|clip|sigmoid|"
         "tanh|hard_sigmoid), alpha, beta (the activation's parameters), layout (nchw|nhwc), "
-        "dtype (f32|f16|bf16), math (strict|tf32), weights (const|var, parsed and carried, "
-        "not yet part of the decision key). x and w are required; absent keys take the ONNX "
+        "dtype (f32|f16|bf16), math (strict|tf32), weights (const, the default: plans given "
+        "constant weights, packed once; var: weights given to every execution; part of the "
+        "decision key, docs/key.md). x and w are required; absent keys take the ONNX "
         "defaults; an unknown key or a bad value is an error naming the line and the key. "
         "The layer CSV, recognised by its header "
         "name[,count],n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group, is a "

@@ -26,7 +26,8 @@
 #include "textlines.h"
 
 /* weights=: whether the weights are constant across executions (a model's
- * initializers) or change.  Parsed and carried; not yet part of the decision key. */
+ * initializers) or change.  Part of the decision key (docs/key.md): `tune` decides the
+ * constant-weights key for const and unspecified, the per-call key for var. */
 typedef enum cli_weights {
     CLI_WEIGHTS_UNSPECIFIED = 0,
     CLI_WEIGHTS_CONST,

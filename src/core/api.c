@@ -34,15 +34,10 @@ static const cf_cache_entry *measured(convfind_context *ctx, const cf_problem *p
     return cf_cache_latest(e);
 }
 
-static void export_result(const convfind_context *ctx, const cf_candidate_stats *c,
-                          convfind_find_result *r)
+void cf_result_export(const cf_candidate_stats *c, const char *name, convfind_find_result *r)
 {
-    const cf_algo *a = cf_context_algo(ctx, c->algo);
     memset(r, 0, sizeof *r);
-    /* A parameterised algorithm's result names its form; the public struct promises
-     * static storage, hence the interned copy. */
-    const char *name = a && a->prepare_named ? cf_intern(c->algo) : NULL;
-    r->algorithm = name ? name : a ? a->name : "unknown";
+    r->algorithm = name;
     r->status = (convfind_candidate_status)c->status;
     r->median_ms = c->median_ms;
     r->min_ms = c->min_ms;
@@ -50,6 +45,16 @@ static void export_result(const convfind_context *ctx, const cf_candidate_stats 
     r->repeats = c->repeats;
     r->workspace_bytes = c->workspace_bytes;
     r->validated = c->validated;
+}
+
+static void export_result(const convfind_context *ctx, const cf_candidate_stats *c,
+                          convfind_find_result *r)
+{
+    const cf_algo *a = cf_context_algo(ctx, c->algo);
+    /* A parameterised algorithm's result names its form; the public struct promises
+     * static storage, hence the interned copy. */
+    const char *name = a && a->prepare_named ? cf_intern(c->algo) : NULL;
+    cf_result_export(c, name ? name : a ? a->name : "unknown", r);
 }
 
 convfind_status convfind_find(convfind_context *ctx, const convfind_problem *problem,

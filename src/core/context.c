@@ -15,6 +15,7 @@
 #include "algo/registry.h"
 #include "core/deferred.h"
 #include "core/options.h"
+#include "core/record_check.h"
 #include "util/error.h"
 
 #define DEFAULT_CACHE_BYTES ((size_t)8 << 20)
@@ -26,10 +27,12 @@ static int online_cores(void)
     return n > 0 && n < 4096 ? (int)n : 1;
 }
 
-/* The find database.  It never fails the context over a file: a bad or unusable file
- * ends in quarantine or memory with a warning (docs/db.md), through the context's log.
- * It copies the paths.  Its records name the host they were measured on, whatever the
- * context's device. */
+/* The find database, at the options' or the environment's location: a file the caller
+ * named that cannot be used fails the context; at the default location a bad or
+ * unusable file ends in quarantine or memory with a warning (docs/db.md), through the
+ * context's log.  It copies the paths, and uses only records of the context's backend
+ * that this build can run.  Its records name the host they were measured on, whatever
+ * the context's device. */
 static convfind_status open_db(convfind_context *ctx, const convfind_context_options *o)
 {
     cf_fingerprint host;
@@ -41,9 +44,14 @@ static convfind_status open_db(convfind_context *ctx, const convfind_context_opt
     c.path = o->db_path;
     c.system_path = o->system_db_path;
     c.env_policy = o->db_env_policy;
+    c.locations = cf_env_db_locations(&ctx->env);
     c.log = ctx->log;
+    c.usable = cf_record_usable;
+    c.usable_arg = (void *)ctx->backend;
     ctx->options.system_db_path = NULL; /* the database keeps its own copy */
-    return cf_db_open(&c, &ctx->db);
+    if ((st = cf_db_open(&c, &ctx->db)) == CONVFIND_OK)
+        cf_db_handle_init(&ctx->db_handle, ctx->db, &c.env);
+    return st;
 }
 
 /* The backend's state for this context: the device of a CUDA context. */
@@ -109,7 +117,6 @@ static convfind_status check_options(const convfind_context_options *o)
 /* The settings that come from the options, else the environment, else the defaults. */
 static void resolve(convfind_context *ctx, const convfind_context_options *o)
 {
-    cf_env_read(&ctx->env);
     ctx->log.fn = o->log_fn;
     ctx->log.user = o->log_user;
     ctx->log.level = o->log_level ? o->log_level
@@ -147,6 +154,10 @@ convfind_status convfind_context_create(const convfind_context_options *options,
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a context");
     ctx->options = o;
     ctx->options.db_path = NULL;
+    if ((st = cf_env_read(&ctx->env)) != CONVFIND_OK) {
+        free(ctx);
+        return st;
+    }
     resolve(ctx, &o);
     cf_env_report(&ctx->env, &ctx->log);
     st = cf_backend_for(o.device, &ctx->backend);
@@ -185,6 +196,7 @@ void convfind_context_destroy(convfind_context *context)
     cf_cache_destroy(context->cache);
     if (context->backend && context->backend->close)
         context->backend->close(context->device);
+    cf_env_free(&context->env);
     free(context->db_path);
     free(context);
 }
@@ -237,6 +249,8 @@ convfind_status convfind_context_stats_get(const convfind_context *ctx,
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL", ctx ? "stats" : "context");
     cf_cache_stats cs;
     cf_cache_stats_get(ctx->cache, &cs);
+    uint64_t stored, unstored;
+    cf_db_store_counts(ctx->db, &stored, &unstored);
     convfind_context_stats s = {
         .hits = cs.hits,
         .misses = cs.misses,
@@ -250,8 +264,8 @@ convfind_status convfind_context_stats_get(const convfind_context *ctx,
         .cache_bytes = cs.bytes,
         .cache_peak_bytes = cs.peak_bytes,
         .cache_budget = cs.budget,
-        .stored = counter(&ctx->stored),
-        .store_failures = counter(&ctx->store_failures),
+        .stored = stored,
+        .store_failures = unstored,
         .seeded = counter(&ctx->seeded),
     };
     return cf_options_write(&s, sizeof s, "convfind_context_stats", stats);

@@ -24,6 +24,7 @@
 #include "algo/backend.h"
 #include "cache/cache.h"
 #include "convfind.h"
+#include "core/db_api.h"
 #include "core/env.h"
 #include "db/db.h"
 #include "find/find.h"
@@ -46,12 +47,12 @@ struct convfind_context {
     cf_threadpool *pool;
     cf_cache *cache;
     cf_db *db;                        /* the find database (src/db/); never NULL once created */
+    convfind_db db_handle;            /* its public face (convfind_context_db) */
     cf_deferred *deferred;            /* DEFERRED policy only */
     size_t find_workspace_limit;      /* the workspace class's bound (key.h) */
     const cf_backend *backend;        /* where its executions run (algo/backend.h) */
     cf_backend_state *device;         /* backend->open() output */
-    atomic_uint_fast64_t finds, find_ns, fallbacks, deferred_updates;
-    atomic_uint_fast64_t stored, store_failures, seeded;
+    atomic_uint_fast64_t finds, find_ns, fallbacks, deferred_updates, seeded;
 };
 
 /* A decision bound to one plan. */
@@ -92,6 +93,10 @@ void cf_context_find_config(const convfind_context *ctx, cf_weights weights,
 /* The algorithm of the context's backend named `name` (a form's full name resolves to
  * its algorithm), or NULL. */
 const cf_algo *cf_context_algo(const convfind_context *ctx, const char *name);
+
+/* A candidate's statistics as the public API shows them, named `name` (a pointer the
+ * result keeps).  api.c. */
+void cf_result_export(const cf_candidate_stats *c, const char *name, convfind_find_result *r);
 
 /* The heuristic decision on `ctx`'s backend (see cf_find_heuristic). */
 convfind_status cf_context_heuristic(const convfind_context *ctx, const cf_problem *p,

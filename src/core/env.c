@@ -1,11 +1,14 @@
 /*
- * env.c - the environment of a context (see env.h).
+ * env.c - the environment variables the library reads (see env.h).
  */
 #include "core/env.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <strings.h>
+
+#include "util/error.h"
 
 static const char *const policy_names[] = {"default", "heuristic", "exhaustive",
                                            "hybrid",  "replay",    "deferred"};
@@ -31,9 +34,40 @@ static void warn(cf_env *env, const char *name, const char *value, const char *a
                  "%s=%.40s is not one of %s; ignoring it", name, value, accepted);
 }
 
-void cf_env_read(cf_env *env)
+/* A copy of a variable that is set and not empty, else NULL; false when out of memory. */
+static bool copy_of(const char *name, char **out)
 {
-    env->n_warnings = 0;
+    const char *v = nonempty(name);
+    *out = v ? strdup(v) : NULL;
+    return !v || *out;
+}
+
+void cf_env_free(cf_env *env)
+{
+    if (!env)
+        return;
+    free(env->db_path);
+    free(env->system_db);
+    free(env->xdg_cache_home);
+    free(env->home);
+    env->db_path = env->system_db = env->xdg_cache_home = env->home = NULL;
+}
+
+cf_db_locations cf_env_db_locations(const cf_env *env)
+{
+    return (cf_db_locations){.db_path = env->db_path, .system_db = env->system_db,
+                             .xdg_cache_home = env->xdg_cache_home, .home = env->home};
+}
+
+convfind_status cf_env_read(cf_env *env)
+{
+    memset(env, 0, sizeof *env);
+    if (!copy_of("CONVFIND_DB_PATH", &env->db_path) ||
+        !copy_of("CONVFIND_SYSTEM_DB", &env->system_db) ||
+        !copy_of("XDG_CACHE_HOME", &env->xdg_cache_home) || !copy_of("HOME", &env->home)) {
+        cf_env_free(env);
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot copy the environment's paths");
+    }
     const char *v = nonempty("CONVFIND_FIND_POLICY");
     env->find_policy = cf_env_find_policy(v);
     if (v && env->find_policy == CONVFIND_FIND_DEFAULT)
@@ -42,6 +76,7 @@ void cf_env_read(cf_env *env)
     env->log_level = cf_log_level_parse(v);
     if (v && env->log_level == CONVFIND_LOG_DEFAULT)
         warn(env, "CONVFIND_LOG", v, "error, warning, info, debug");
+    return CONVFIND_OK;
 }
 
 void cf_env_report(const cf_env *env, const cf_log *log)

@@ -45,12 +45,10 @@ convfind_status cf_decision_measure(convfind_context *ctx, const cf_problem *p, 
                               memory_order_relaxed);
     if (st == CONVFIND_OK) {
         const char *text = key->text;
-        /* Releases this process's lease too. */
-        atomic_fetch_add_explicit(cf_db_store(ctx->db, &text, out, 1) == CONVFIND_OK
-                                      ? &ctx->stored
-                                      : &ctx->store_failures,
-                                  1, memory_order_relaxed);
-        cf_clear_error(); /* a decision the database could not keep fails no call */
+        /* Releases this process's lease too.  A decision the database cannot keep fails
+         * no call: it is counted (convfind_context_stats.store_failures). */
+        if (cf_db_store(ctx->db, &text, out, 1) != CONVFIND_OK)
+            cf_clear_error();
     } else if (leased) {
         cf_db_lease_release(ctx->db, key->text);
     }

@@ -5,7 +5,14 @@
  * writable user database; lookups try the user tier first.  Where the user database
  * lives: the explicit path, else $CONVFIND_DB_PATH, else $XDG_CACHE_HOME/convfind/,
  * else ~/.cache/convfind/, else memory (DESIGN.md non-negotiable 7; docs/db.md has the
- * schema and the rules).
+ * schema and the rules).  The variables are read by the caller (core/env.c) and given
+ * in cf_db_config.locations: nothing here reads the environment.
+ *
+ * A record is used only when it parses and, through cf_db_config.usable, when this build
+ * can run it for its key (known algorithms, applicable to the key's problem, not every
+ * candidate failed): one that cannot is skipped by lookups (a miss), refused by import
+ * (naming the line), counted as unreadable by listings and verification, and deleted by
+ * prune.
  *
  * A file the user named (the explicit path or $CONVFIND_DB_PATH) is never swapped for
  * memory: a named file that cannot be used is an error of cf_db_open.  At the default
@@ -28,7 +35,6 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "convfind.h"
 #include "decision/decision.h"
@@ -52,9 +58,23 @@ typedef enum cf_db_mode {
                       would mean read-only use or memory is an error instead */
 } cf_db_mode;
 
+/* What the environment says about the locations: $CONVFIND_DB_PATH, $CONVFIND_SYSTEM_DB,
+ * $XDG_CACHE_HOME and $HOME as the caller read them (NULL or "": unset).  Read during
+ * cf_db_open only. */
+typedef struct cf_db_locations {
+    const char *db_path, *system_db, *xdg_cache_home, *home;
+} cf_db_locations;
+
+/* Whether decision `d`, stored for `key`, can be used by this build: false with the
+ * reason, one line, in `why` when it cannot.  Called with the handle's lock held; must
+ * not call back into the handle. */
+typedef bool (*cf_db_usable_fn)(void *arg, const char *key, const cf_decision *d, char *why,
+                                size_t size);
+
 typedef struct cf_db_config {
     const char *path;        /* user database file; NULL: the location order above */
-    const char *system_path; /* read-only tier; NULL: $CONVFIND_SYSTEM_DB, else none */
+    const char *system_path; /* read-only tier; NULL: locations.system_db, else none */
+    cf_db_locations locations;
     convfind_db_env_policy env_policy;
     cf_db_env env;           /* the environment decisions are made in now */
     int busy_timeout_ms;     /* how long a locked database is waited for; 0: 5000 */
@@ -62,6 +82,8 @@ typedef struct cf_db_config {
     bool quiet;              /* count warnings without logging them (tests) */
     cf_log log;              /* where warnings go (all zero: stderr) */
     cf_db_mode mode;         /* CF_DB_USE unless set */
+    cf_db_usable_fn usable;  /* NULL: every record that parses is used */
+    void *usable_arg;
 } cf_db_config;
 
 /* A config for decisions made on the host `host` (the environment cf_db_env_make()
@@ -91,6 +113,12 @@ bool cf_db_is_persistent(const cf_db *db);
 bool cf_db_exists(const cf_db *db);
 /* Stores are written to the file (not read-only, not memory). */
 bool cf_db_is_writable(const cf_db *db);
+/* The system tier's file while it is open, else NULL.  Valid until the handle is closed. */
+const char *cf_db_system_location(const cf_db *db);
+
+/* Decisions this handle has written (to its file, or to the memory asked for) and those
+ * it could not store since it was opened; cheap, unlike cf_db_get_stats. */
+void cf_db_store_counts(const cf_db *db, uint64_t *stored, uint64_t *unstored);
 
 /* Warnings issued by this handle so far, and the text of the latest ("" if none). */
 int cf_db_warning_count(const cf_db *db);
@@ -144,41 +172,49 @@ void cf_db_finish(cf_db *db, const char *key, const cf_decision *decision);
 convfind_status cf_db_lease_acquire(cf_db *db, const char *key, bool *acquired);
 void cf_db_lease_release(cf_db *db, const char *key);
 
-/* Calls `fn` for every readable record of the user tier (with `key` != NULL: of that
- * key only), in key order.  A nonzero return from `fn` stops the walk. */
+/* Calls `fn` for every readable (and usable) record of the user tier (with `key` !=
+ * NULL: of that key only), in key order.  A nonzero return from `fn` stops the walk. */
 typedef int (*cf_db_record_fn)(const cf_db_record *record, void *arg);
 convfind_status cf_db_foreach(cf_db *db, const char *key, cf_db_record_fn fn, void *arg);
+
+/* The same for the system tier; nothing when there is none. */
+convfind_status cf_db_foreach_system(cf_db *db, const char *key, cf_db_record_fn fn, void *arg);
 
 typedef struct cf_db_stats {
     size_t records;        /* user tier, all environments */
     size_t current;        /* user tier, this environment */
     size_t foreign;        /* user tier, other environments */
-    size_t unreadable;     /* rows whose decision does not parse */
+    size_t unreadable;     /* rows whose decision does not parse, or this build cannot use */
     size_t leases;         /* leases held now (live or not) */
     size_t system_records; /* system tier, all environments */
     int64_t file_bytes;    /* size of the user file (-1 in memory or when missing) */
     size_t pending;        /* decisions waiting for a busy database */
     size_t unstored;       /* decisions that could not be stored (see cf_db_store) */
+    size_t stored;         /* decisions this handle has written (cf_db_store_counts) */
 } cf_db_stats;
 
 convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out);
 
-/* Writes every user-tier record as JSON Lines to `f`; *count gets the number. */
-convfind_status cf_db_export(cf_db *db, FILE *f, size_t *count);
+/* Writes every user-tier record as JSON Lines through `write` (one call per line, its
+ * newline included); *count gets the number.  A nonzero return of `write` stops the
+ * export with CONVFIND_ERR_IO. */
+convfind_status cf_db_export(cf_db *db, convfind_write_fn write, void *user, size_t *count);
 
-/* Reads JSON Lines from `f` (`name` is for messages) and stores every record in one
- * transaction, keeping the records' own environment and provenance.  All or nothing:
+/* Reads JSON Lines through `read` (`name` is for messages) and stores every record in
+ * one transaction, keeping the records' own environment and provenance.  All or nothing:
  * a bad line (one longer than 1 MiB is refused as soon as it is, without reading the
- * rest), a read error or an allocation failure returns an error naming the line, and
- * nothing is stored. */
-convfind_status cf_db_import(cf_db *db, FILE *f, const char *name, size_t *count);
+ * rest; a record this build cannot use), a read error or an allocation failure returns
+ * an error naming the line, and nothing is stored. */
+convfind_status cf_db_import(cf_db *db, convfind_read_fn read, void *user, const char *name,
+                             size_t *count);
 
 /* Deletes records of other environments, unreadable rows and dead or expired leases. */
 convfind_status cf_db_prune(cf_db *db, size_t *removed);
 
-/* SQLite's integrity check plus a parse of every record.  CONVFIND_ERR_IO naming the
- * first problem (on one line) when there is one, also when the file does not exist;
- * *bad gets the number of unreadable records.  Changes nothing. */
+/* SQLite's integrity check plus a parse (and usability check) of every record.
+ * CONVFIND_ERR_IO naming the first problem (on one line) when there is one, also when
+ * the file does not exist; *bad gets the number of unreadable records.  Changes
+ * nothing. */
 convfind_status cf_db_verify(cf_db *db, size_t *bad);
 
 /* Rebuilds the file to its minimal size (VACUUM). */

@@ -5,6 +5,7 @@
  */
 #include "db/db_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -13,8 +14,8 @@
 #define IMPORT_LINE_MAX (1 << 20) /* a record line is a few KiB; anything huge is bad input */
 
 /* Fills `r` from a row (key, library, backends, device, decision, host, created_at).
- * The row's decision is parsed by the same loader lookups use. */
-static convfind_status row_record(sqlite3_stmt *st, cf_db_record *r)
+ * The row's decision is parsed and checked by the same loader lookups use. */
+static convfind_status row_record(const cf_db *db, sqlite3_stmt *st, cf_db_record *r)
 {
     memset(r, 0, sizeof *r);
     const char *text[6];
@@ -23,8 +24,8 @@ static convfind_status row_record(sqlite3_stmt *st, cf_db_record *r)
         if (!text[i])
             return cf_fail(CONVFIND_ERR_IO, "stored record has a NULL column %d", i);
     }
-    convfind_status s = cf_db_decision_from_json(text[4], (size_t)sqlite3_column_bytes(st, 4),
-                                                 &r->decision);
+    convfind_status s = cf_db_load_decision(db, text[0], text[4],
+                                            (size_t)sqlite3_column_bytes(st, 4), &r->decision);
     if (s != CONVFIND_OK)
         return s;
     snprintf(r->env.library, sizeof r->env.library, "%s", text[1]);
@@ -45,12 +46,12 @@ typedef struct walk_arg {
     cf_db_record_fn fn;  /* readable rows */
     void *fn_arg;
     size_t unreadable;
+    char first_bad[300]; /* why the first unreadable row is: its key and the reason */
     int (*bad)(sqlite3 *conn, sqlite3_stmt *row, void *arg); /* unreadable rows, optional */
 } walk_arg;
 
 static int walk_op(cf_db *db, sqlite3 *conn, void *varg)
 {
-    (void)db;
     walk_arg *a = varg;
     a->unreadable = 0;
     sqlite3_stmt *st = NULL;
@@ -68,8 +69,12 @@ static int walk_op(cf_db *db, sqlite3 *conn, void *varg)
         sqlite3_bind_text(st, 1, a->key, -1, SQLITE_STATIC);
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         cf_db_record r;
-        if (row_record(st, &r) != CONVFIND_OK) {
-            a->unreadable++;
+        if (row_record(db, st, &r) != CONVFIND_OK) {
+            if (a->unreadable++ == 0) {
+                const char *key = (const char *)sqlite3_column_text(st, 0);
+                snprintf(a->first_bad, sizeof a->first_bad, "key %.120s: %s", key ? key : "?",
+                         convfind_last_error());
+            }
             if (a->bad && (rc = a->bad(conn, st, a->fn_arg)) != SQLITE_OK)
                 break;
             continue;
@@ -95,6 +100,22 @@ convfind_status cf_db_foreach(cf_db *db, const char *key, cf_db_record_fn fn, vo
     pthread_mutex_unlock(&db->mu);
     if (rc != SQLITE_OK)
         return cf_fail(CONVFIND_ERR_IO, "reading database %s failed: %s", cf_db_location(db),
+                       sqlite3_errstr(rc));
+    return CONVFIND_OK;
+}
+
+convfind_status cf_db_foreach_system(cf_db *db, const char *key, cf_db_record_fn fn, void *arg)
+{
+    if (!db || !fn)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER,
+                       "cf_db_foreach_system: db and fn must not be NULL");
+    walk_arg a = {.key = key, .fn = fn, .fn_arg = arg};
+    pthread_mutex_lock(&db->mu);
+    /* Straight on the connection: the system tier is read-only, nothing to recover. */
+    int rc = db->sys ? walk_op(db, db->sys, &a) : SQLITE_OK;
+    pthread_mutex_unlock(&db->mu);
+    if (rc != SQLITE_OK && rc != SQLITE_DONE)
+        return cf_fail(CONVFIND_ERR_IO, "reading the system database failed: %s",
                        sqlite3_errstr(rc));
     return CONVFIND_OK;
 }
@@ -141,6 +162,7 @@ convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out)
                           : -1;
     out->pending = db->n_pending;
     out->unstored = db->unstored;
+    out->stored = db->stored;
     pthread_mutex_unlock(&db->mu);
     if (rc != SQLITE_OK)
         return cf_fail(CONVFIND_ERR_IO, "reading database %s failed: %s", cf_db_location(db),
@@ -149,7 +171,8 @@ convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out)
 }
 
 typedef struct export_arg {
-    FILE *f;
+    convfind_write_fn write;
+    void *user;
     size_t count;
     bool failed;
 } export_arg;
@@ -158,22 +181,25 @@ static int export_record(const cf_db_record *r, void *arg)
 {
     export_arg *e = arg;
     char *line = cf_db_record_to_jsonl(r);
-    if (!line || fprintf(e->f, "%s\n", line) < 0)
+    size_t n = line ? strlen(line) : 0;
+    if (line)
+        line[n++] = '\n'; /* over the terminator: the line is written with its length */
+    if (!line || e->write(e->user, line, n) != 0)
         e->failed = true;
     free(line);
     e->count += !e->failed;
     return e->failed;
 }
 
-convfind_status cf_db_export(cf_db *db, FILE *f, size_t *count)
+convfind_status cf_db_export(cf_db *db, convfind_write_fn write, void *user, size_t *count)
 {
-    if (!db || !f)
-        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_export: db and f must not be NULL");
-    export_arg e = {.f = f};
+    if (!db || !write)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_export: db and write must not be NULL");
+    export_arg e = {.write = write, .user = user};
     convfind_status st = cf_db_foreach(db, NULL, export_record, &e);
     if (count)
         *count = e.count;
-    if (st == CONVFIND_OK && (e.failed || fflush(f) != 0))
+    if (st == CONVFIND_OK && e.failed)
         st = cf_fail(CONVFIND_ERR_IO, "writing the export failed after %zu records", e.count);
     return st;
 }
@@ -230,22 +256,50 @@ static int import_op(cf_db *db, sqlite3 *conn, void *varg)
     return rc;
 }
 
-/* Reads one line of `f` into `buf` (IMPORT_LINE_MAX + 1 bytes), without its newline.
+/* The caller's input, read in blocks through its function. */
+typedef struct reader {
+    convfind_read_fn read;
+    void *user;
+    size_t pos, len;
+    bool end, error;
+    char block[65536];
+} reader;
+
+/* The next byte, or -1 at the end of the input or after a read error. */
+static int next_byte(reader *r)
+{
+    if (r->pos == r->len) {
+        if (r->end || r->error)
+            return -1;
+        long n = r->read(r->user, r->block, sizeof r->block);
+        if (n < 0 || (size_t)n > sizeof r->block)
+            r->error = true;
+        else if (n == 0)
+            r->end = true;
+        if (n <= 0 || r->error)
+            return -1;
+        r->pos = 0;
+        r->len = (size_t)n;
+    }
+    return (unsigned char)r->block[r->pos++];
+}
+
+/* Reads one line into `buf` (IMPORT_LINE_MAX + 1 bytes), without its newline.
  * Returns 1 with *len set, 0 at the end of the input, -1 for a line longer than
  * IMPORT_LINE_MAX (the rest of it is not read: a huge "line" must not be taken into
  * memory first) and -2 for a read error. */
-static int read_line(FILE *f, char *buf, size_t *len)
+static int read_line(reader *r, char *buf, size_t *len)
 {
     size_t n = 0;
     int c;
-    while ((c = getc(f)) != EOF && c != '\n') {
+    while ((c = next_byte(r)) != -1 && c != '\n') {
         if (n == IMPORT_LINE_MAX)
             return -1;
         buf[n++] = (char)c;
     }
-    if (ferror(f))
+    if (r->error)
         return -2;
-    if (c == EOF && n == 0)
+    if (c == -1 && n == 0)
         return 0;
     while (n > 0 && buf[n - 1] == '\r')
         n--;
@@ -254,8 +308,9 @@ static int read_line(FILE *f, char *buf, size_t *len)
     return 1;
 }
 
-/* Parses every line of `f` into a->records; nothing is stored here. */
-static convfind_status read_records(FILE *f, const char *name, import_arg *a)
+/* Parses and checks every line of `r` into a->records; nothing is stored here. */
+static convfind_status read_records(const cf_db *db, reader *r, const char *name,
+                                    import_arg *a)
 {
     char *line = malloc(IMPORT_LINE_MAX + 1);
     if (!line)
@@ -263,7 +318,7 @@ static convfind_status read_records(FILE *f, const char *name, import_arg *a)
     size_t cap = 0, lineno = 0, len = 0;
     convfind_status st = CONVFIND_OK;
     int got;
-    while (st == CONVFIND_OK && (got = read_line(f, line, &len)) != 0) {
+    while (st == CONVFIND_OK && (got = read_line(r, line, &len)) != 0) {
         lineno++;
         if (got == -1) {
             st = cf_fail(CONVFIND_ERR_IO, "%s:%zu: line longer than %d bytes", name, lineno,
@@ -287,29 +342,39 @@ static convfind_status read_records(FILE *f, const char *name, import_arg *a)
             a->records = r;
             cap = ncap;
         }
-        if ((st = cf_db_record_from_jsonl(line, len, &a->records[a->n])) != CONVFIND_OK) {
+        cf_db_record *rec = &a->records[a->n];
+        if ((st = cf_db_record_from_jsonl(line, len, rec)) == CONVFIND_OK) {
+            a->n++;
+            st = cf_db_check_usable(db, rec->key, &rec->decision);
+        }
+        if (st != CONVFIND_OK) {
             char msg[400];
             snprintf(msg, sizeof msg, "%s", convfind_last_error());
             st = cf_fail(st == CONVFIND_ERR_OUT_OF_MEMORY ? st : CONVFIND_ERR_IO, "%s:%zu: %s",
                          name, lineno, msg);
             break;
         }
-        a->n++;
     }
     free(line);
     return st;
 }
 
-convfind_status cf_db_import(cf_db *db, FILE *f, const char *name, size_t *count)
+convfind_status cf_db_import(cf_db *db, convfind_read_fn read, void *user, const char *name,
+                             size_t *count)
 {
-    if (!db || !f)
-        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_import: db and f must not be NULL");
+    if (!db || !read)
+        return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_import: db and read must not be NULL");
     if (!name)
         name = "import";
     if (count)
         *count = 0;
     import_arg a = {0};
-    convfind_status st = read_records(f, name, &a);
+    reader *r = malloc(sizeof *r);
+    if (!r)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "%s: cannot allocate a read buffer", name);
+    *r = (reader){.read = read, .user = user};
+    convfind_status st = read_records(db, r, name, &a);
+    free(r);
     if (st == CONVFIND_OK && a.n > 0) {
         pthread_mutex_lock(&db->mu);
         int rc = db->writable ? cf_db_run(db, import_op, &a) : SQLITE_READONLY;
@@ -415,7 +480,7 @@ convfind_status cf_db_prune(cf_db *db, size_t *removed)
 }
 
 typedef struct verify_arg {
-    char problem[300];
+    char problem[700];
     size_t unreadable;
 } verify_arg;
 
@@ -438,8 +503,9 @@ static int verify_op(cf_db *db, sqlite3 *conn, void *varg)
         rc = SQLITE_OK;
     v->unreadable = w.unreadable;
     if (!v->problem[0] && w.unreadable)
-        snprintf(v->problem, sizeof v->problem, "%zu stored decision(s) do not parse",
-                 w.unreadable);
+        snprintf(v->problem, sizeof v->problem,
+                 "%zu stored decision(s) this build cannot read or use; first: %s",
+                 w.unreadable, w.first_bad);
     return rc;
 }
 

@@ -497,7 +497,7 @@ convfind_status cf_db_open_user(cf_db *db)
 
 void cf_db_open_system(cf_db *db)
 {
-    const char *path = db->cfg.system_path ? db->cfg.system_path : getenv("CONVFIND_SYSTEM_DB");
+    const char *path = db->cfg.system_path ? db->cfg.system_path : db->cfg.locations.system_db;
     if (!path || !path[0])
         return;
     struct stat st;
@@ -510,7 +510,8 @@ void cf_db_open_system(cf_db *db)
         snprintf(why, sizeof why, "is not a regular file");
     else if (open_uri(path, "immutable=1", &conn) != SQLITE_OK)
         snprintf(why, sizeof why, "cannot be opened");
-    else if (check_file(db, conn, CHECK_SYSTEM, why, sizeof why) == CHECK_OK) {
+    else if (check_file(db, conn, CHECK_SYSTEM, why, sizeof why) == CHECK_OK &&
+             (db->system_open = strdup(path)) != NULL) {
         db->sys = conn;
         return;
     }

@@ -26,6 +26,7 @@ struct cf_db {
     pthread_mutex_t mu;   /* guards everything below; SQLite is opened NOMUTEX */
     cf_db_config cfg;     /* cfg.path / cfg.system_path point at the copies below */
     char *path_copy, *system_copy;
+    char *system_open;    /* the system tier's file while `sys` is open */
     char *file;           /* the resolved user file; NULL when memory was asked for or
                              there is no location at all */
     bool named;           /* `file` came from cfg.path or $CONVFIND_DB_PATH */
@@ -44,6 +45,7 @@ struct cf_db {
     size_t n_pending;
     int64_t retry_at_ms;  /* no write is tried before this after the database was busy */
     size_t unstored;      /* decisions that never reached the file */
+    size_t stored;        /* decisions written */
     char host[256];
     int warnings;
     char last_warning[CF_DB_WARNING_MAX];
@@ -80,6 +82,15 @@ void cf_db_open_memory(cf_db *db);
 
 /* SQLITE_BUSY or SQLITE_LOCKED, with any extended code. */
 bool cf_db_rc_busy(int rc);
+
+/* Parses a stored decision of `key` (`len` bytes of JSON) into `out` and checks that
+ * this build can use it (cfg.usable).  CONVFIND_ERR_IO naming the problem otherwise,
+ * with `out` empty. */
+convfind_status cf_db_load_decision(const cf_db *db, const char *key, const char *json,
+                                    size_t len, cf_decision *out);
+
+/* The usability check alone (cfg.usable; none: usable): CONVFIND_ERR_IO naming why not. */
+convfind_status cf_db_check_usable(const cf_db *db, const char *key, const cf_decision *d);
 
 /* Execs SQL without results; returns the SQLite code. */
 int cf_db_exec(sqlite3 *conn, const char *sql);

@@ -52,9 +52,8 @@ static char *join(const char *a, const char *b)
     return s;
 }
 
-static const char *nonempty_env(const char *name)
+static const char *nonempty(const char *v)
 {
-    const char *v = getenv(name);
     return v && v[0] ? v : NULL;
 }
 
@@ -68,15 +67,16 @@ static convfind_status resolve_file(cf_db *db, const char **why)
     if (v && !v[0])
         return cf_fail(CONVFIND_ERR_IO, "the database path is empty (give a file, or \"%s\" "
                        "for none)", CF_DB_MEMORY);
+    const cf_db_locations *env = &db->cfg.locations;
     if (!v)
-        v = nonempty_env("CONVFIND_DB_PATH");
+        v = nonempty(env->db_path);
     if (v) {
         db->memory_wanted = strcmp(v, CF_DB_MEMORY) == 0;
         db->named = !db->memory_wanted;
         db->file = db->named ? strdup(v) : NULL;
-    } else if ((v = nonempty_env("XDG_CACHE_HOME")) != NULL && v[0] == '/') {
+    } else if ((v = nonempty(env->xdg_cache_home)) != NULL && v[0] == '/') {
         db->file = join(v, "/convfind/" CF_DB_FILE_NAME);
-    } else if ((v = nonempty_env("HOME")) != NULL) {
+    } else if ((v = nonempty(env->home)) != NULL) {
         db->file = join(v, "/.cache/convfind/" CF_DB_FILE_NAME);
     } else {
         *why = "no database location: none of CONVFIND_DB_PATH, XDG_CACHE_HOME, HOME is set";
@@ -106,6 +106,7 @@ static void free_handle(cf_db *db)
     free(db->file);
     free(db->path_copy);
     free(db->system_copy);
+    free(db->system_open);
     free(db);
 }
 
@@ -160,6 +161,7 @@ convfind_status cf_db_open(const cf_db_config *config, cf_db **out)
         return st;
     }
     cf_db_open_system(db);
+    memset(&db->cfg.locations, 0, sizeof db->cfg.locations); /* the caller's, for opening */
     *out = db;
     return CONVFIND_OK;
 }
@@ -217,6 +219,40 @@ bool cf_db_is_writable(const cf_db *db)
     bool w = db->persistent && db->writable;
     pthread_mutex_unlock(mu_of(db));
     return w;
+}
+
+const char *cf_db_system_location(const cf_db *db)
+{
+    pthread_mutex_lock(mu_of(db));
+    const char *where = db->sys ? db->system_open : NULL;
+    pthread_mutex_unlock(mu_of(db));
+    return where;
+}
+
+void cf_db_store_counts(const cf_db *db, uint64_t *stored, uint64_t *unstored)
+{
+    pthread_mutex_lock(mu_of(db));
+    *stored = db->stored;
+    *unstored = db->unstored;
+    pthread_mutex_unlock(mu_of(db));
+}
+
+convfind_status cf_db_check_usable(const cf_db *db, const char *key, const cf_decision *d)
+{
+    char why[300] = "";
+    if (!db->cfg.usable || db->cfg.usable(db->cfg.usable_arg, key, d, why, sizeof why))
+        return CONVFIND_OK;
+    cf_db_one_line(why);
+    return cf_fail(CONVFIND_ERR_IO, "%s", why);
+}
+
+convfind_status cf_db_load_decision(const cf_db *db, const char *key, const char *json,
+                                    size_t len, cf_decision *out)
+{
+    convfind_status st = cf_db_decision_from_json(json, len, out);
+    if (st == CONVFIND_OK && (st = cf_db_check_usable(db, key, out)) != CONVFIND_OK)
+        cf_decision_clear(out);
+    return st;
 }
 
 int cf_db_warning_count(const cf_db *db)

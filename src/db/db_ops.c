@@ -60,12 +60,16 @@ static int tier_lookup(cf_db *db, sqlite3 *conn, void *varg)
     sqlite3_bind_text(st, 2, a->env->library, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 3, a->env->backends, -1, SQLITE_STATIC);
     sqlite3_bind_text(st, 4, a->env->device, -1, SQLITE_STATIC);
-    /* A row that does not parse (written by a damaged or hostile tool) is skipped, not
-     * trusted; the next row of the key may still serve. */
+    /* A row that does not parse (written by a damaged or hostile tool), or that this
+     * build cannot use (an unknown algorithm, one that cannot run the key's problem,
+     * every candidate failed), is skipped, not trusted: without another row the key is a
+     * miss, measured again under the policy.  The next row of the key may still serve. */
     while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
         const char *text = (const char *)sqlite3_column_text(st, 0);
         size_t len = (size_t)sqlite3_column_bytes(st, 0);
-        if (text && cf_db_decision_from_json(text, len, &a->dec) == CONVFIND_OK) {
+        if (!text) {
+            cf_fail(CONVFIND_ERR_IO, "the decision column is NULL");
+        } else if (cf_db_load_decision(db, a->key, text, len, &a->dec) == CONVFIND_OK) {
             a->found = true;
             a->exact = sqlite3_column_int(st, 1) != 0;
             rc = SQLITE_DONE;
@@ -73,8 +77,8 @@ static int tier_lookup(cf_db *db, sqlite3 *conn, void *varg)
         }
         if (!db->warned_unreadable) {
             db->warned_unreadable = true;
-            cf_db_warn(db, "ignoring an unreadable stored decision for key %.200s: %s", a->key,
-                       convfind_last_error());
+            cf_db_warn(db, "ignoring a stored decision for key %s that this build cannot read "
+                       "or use: %s", a->key, convfind_last_error());
         }
     }
     sqlite3_finalize(st);
@@ -263,6 +267,8 @@ static void write_pending(cf_db *db, bool final)
         /* In memory although a file was wanted: the decisions end with the process. */
         if (!db->persistent && !db->memory_wanted)
             count_unstored(db, db->n_pending, NULL);
+        else
+            db->stored += db->n_pending;
         drop_pending(db);
         return;
     }

@@ -101,6 +101,18 @@ static inline void fx_key(int i, char *buf, size_t size)
 }
 
 /* A quiet config for `path` with a fixed environment ("test-env"). */
+/* convfind_read_fn and convfind_write_fn over a FILE *. */
+static inline long fx_file_read(void *f, void *buf, size_t size)
+{
+    size_t n = fread(buf, 1, size, f);
+    return ferror((FILE *)f) ? -1 : (long)n;
+}
+
+static inline int fx_file_write(void *f, const void *data, size_t size)
+{
+    return fwrite(data, 1, size, f) == size ? 0 : -1;
+}
+
 static inline cf_db_config fx_config(const char *path)
 {
     cf_fingerprint host;

@@ -64,10 +64,10 @@ static cf_db *open_at(const char *path)
  * $XDG_CACHE_HOME): the default place, $HOME/.cache/convfind/finddb.sqlite. */
 static cf_db *open_default(const char *home)
 {
-    unsetenv("CONVFIND_DB_PATH");
-    unsetenv("XDG_CACHE_HOME");
-    setenv("HOME", home, 1);
-    return open_at(NULL);
+    cf_db_config c = fx_config(NULL);
+    c.locations.home = home;
+    cf_db *db = NULL;
+    return cf_db_open(&c, &db) == CONVFIND_OK ? db : NULL;
 }
 
 /* Number of entries in the directory `path`, "." and ".." not counted. */

@@ -207,25 +207,27 @@ static void system_tier_sits_under_user_tier(void **state)
     assert_int_equal(stat(sys, &after), 0);
     assert_true(after.st_mtime == before.st_mtime && after.st_size == before.st_size);
 
-    /* CONVFIND_SYSTEM_DB names it when the option does not; a missing one warns once. */
-    setenv("CONVFIND_SYSTEM_DB", sys, 1);
+    /* $CONVFIND_SYSTEM_DB names it when the option does not; a missing one warns once. */
+    c.locations.system_db = sys;
     c.system_path = NULL;
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     assert_int_equal(lookup_seed(db, 1, &seed), CF_DB_HIT);
+    assert_string_equal(cf_db_system_location(db), sys);
     cf_db_close(db);
     char missing[300];
     path_in_dir("nope.sqlite", missing, sizeof missing);
-    setenv("CONVFIND_SYSTEM_DB", missing, 1);
+    c.locations.system_db = missing;
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     assert_int_equal(cf_db_warning_count(db), 1);
     assert_int_equal(lookup_seed(db, 1, &seed), CF_DB_MISS);
+    assert_null(cf_db_system_location(db));
     cf_db_close(db);
-    unsetenv("CONVFIND_SYSTEM_DB");
 }
 
-static void expect_location(const char *want, int warnings)
+static void expect_location(const cf_db_locations *env, const char *want, int warnings)
 {
     cf_db_config c = fx_config(NULL);
+    c.locations = *env;
     cf_db *db = NULL;
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     assert_string_equal(cf_db_location(db), want);
@@ -233,73 +235,40 @@ static void expect_location(const char *want, int warnings)
     cf_db_close(db);
 }
 
-/* Explicit path, then CONVFIND_DB_PATH, then $XDG_CACHE_HOME/convfind, then
- * ~/.cache/convfind, then memory with one warning. */
+/* Explicit path, then $CONVFIND_DB_PATH, then $XDG_CACHE_HOME/convfind, then
+ * ~/.cache/convfind, then memory with one warning (the variables as the caller read
+ * them, cf_db_config.locations). */
 static void location_order(void **state)
 {
     (void)state;
-    char *saved_home = getenv("HOME") ? strdup(getenv("HOME")) : NULL;
-    char *saved_xdg = getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL;
     char env_path[300], xdg[300], home[300], want[400];
     path_in_dir("from-env.sqlite", env_path, sizeof env_path);
     path_in_dir("xdg", xdg, sizeof xdg);
     path_in_dir("home", home, sizeof home);
-    setenv("CONVFIND_DB_PATH", env_path, 1);
-    setenv("XDG_CACHE_HOME", xdg, 1);
-    setenv("HOME", home, 1);
+    cf_db_locations env = {.db_path = env_path, .xdg_cache_home = xdg, .home = home};
 
     char explicit_path[300];
     path_in_dir("explicit/deeper/x.sqlite", explicit_path, sizeof explicit_path);
-    cf_db *db = open_at(explicit_path);
+    cf_db_config c = fx_config(explicit_path);
+    c.locations = env;
+    cf_db *db = NULL;
+    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     assert_string_equal(cf_db_location(db), explicit_path);
     cf_db_close(db);
 
-    expect_location(env_path, 0);
-    unsetenv("CONVFIND_DB_PATH");
+    expect_location(&env, env_path, 0);
+    env.db_path = NULL;
     snprintf(want, sizeof want, "%s/convfind/" CF_DB_FILE_NAME, xdg);
-    expect_location(want, 0);
-    setenv("XDG_CACHE_HOME", "relative/is/ignored", 1);
+    expect_location(&env, want, 0);
+    env.xdg_cache_home = "relative/is/ignored";
     snprintf(want, sizeof want, "%s/.cache/convfind/" CF_DB_FILE_NAME, home);
-    expect_location(want, 0);
-    unsetenv("XDG_CACHE_HOME");
-    expect_location(want, 0);
-    unsetenv("HOME");
-    expect_location(CF_DB_MEMORY, 1);
-    setenv("CONVFIND_DB_PATH", CF_DB_MEMORY, 1);
-    expect_location(CF_DB_MEMORY, 0);
-    unsetenv("CONVFIND_DB_PATH");
-
-    if (saved_home)
-        setenv("HOME", saved_home, 1);
-    if (saved_xdg)
-        setenv("XDG_CACHE_HOME", saved_xdg, 1);
-    free(saved_home);
-    free(saved_xdg);
-}
-
-/* Saves and restores the variables of the location order around a test. */
-typedef struct saved_env {
-    char *v[3];
-} saved_env;
-static const char *const location_vars[3] = {"CONVFIND_DB_PATH", "XDG_CACHE_HOME", "HOME"};
-
-static saved_env save_env(void)
-{
-    saved_env e;
-    for (int i = 0; i < 3; i++)
-        e.v[i] = getenv(location_vars[i]) ? strdup(getenv(location_vars[i])) : NULL;
-    return e;
-}
-
-static void restore_env(saved_env *e)
-{
-    for (int i = 0; i < 3; i++) {
-        if (e->v[i])
-            setenv(location_vars[i], e->v[i], 1);
-        else
-            unsetenv(location_vars[i]);
-        free(e->v[i]);
-    }
+    expect_location(&env, want, 0);
+    env.xdg_cache_home = "";
+    expect_location(&env, want, 0);
+    env.home = NULL;
+    expect_location(&env, CF_DB_MEMORY, 1);
+    env.db_path = CF_DB_MEMORY;
+    expect_location(&env, CF_DB_MEMORY, 0);
 }
 
 /* A location that cannot hold a database (a directory, a path below a regular file, a
@@ -327,11 +296,10 @@ static void unusable_location(void **state)
         assert_non_null(strstr(convfind_last_error(), i < 3 ? paths[i] : "empty"));
     }
 
-    saved_env e = save_env();
-    unsetenv("CONVFIND_DB_PATH");
-    unsetenv("XDG_CACHE_HOME");
-    setenv("HOME", file, 1);
-    cf_db *db = open_at(NULL);
+    cf_db_config c = fx_config(NULL);
+    c.locations.home = file;
+    cf_db *db = NULL;
+    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     assert_false(cf_db_is_persistent(db));
     assert_int_equal(cf_db_warning_count(db), 1);
     store_one(db, 5, 50);
@@ -341,7 +309,6 @@ static void unusable_location(void **state)
     assert_int_equal(cf_db_flush(db), 1);
     assert_int_equal(cf_db_warning_count(db), 1); /* opening said it already */
     cf_db_close(db);
-    restore_env(&e);
 }
 
 /* Rows of the decisions table, read by a connection of its own. */
@@ -479,7 +446,7 @@ static void import_reads_bounded_lines(void **state)
     FILE *f = fopen("/dev/zero", "r");
     assert_non_null(f);
     size_t n = 7;
-    assert_int_equal(cf_db_import(db, f, "zeros", &n), CONVFIND_ERR_IO);
+    assert_int_equal(cf_db_import(db, fx_file_read, f, "zeros", &n), CONVFIND_ERR_IO);
     assert_non_null(strstr(convfind_last_error(), "zeros:1: line longer than"));
     fclose(f);
     assert_int_equal(n, 0);
@@ -614,14 +581,14 @@ static void export_import_round_trip(void **state)
         store_one(src, i, 70 + i);
     FILE *f = fopen(jsonl, "w");
     size_t n = 0;
-    assert_int_equal(cf_db_export(src, f, &n), CONVFIND_OK);
+    assert_int_equal(cf_db_export(src, fx_file_write, f, &n), CONVFIND_OK);
     fclose(f);
     assert_int_equal(n, 5);
     cf_db_close(src);
 
     cf_db *dst = open_at(b);
     f = fopen(jsonl, "r");
-    assert_int_equal(cf_db_import(dst, f, jsonl, &n), CONVFIND_OK);
+    assert_int_equal(cf_db_import(dst, fx_file_read, f, jsonl, &n), CONVFIND_OK);
     fclose(f);
     assert_int_equal(n, 5);
     for (int i = 0; i < 5; i++) {
@@ -635,7 +602,7 @@ static void export_import_round_trip(void **state)
     fclose(f);
     cf_db *empty = open_at(CF_DB_MEMORY);
     f = fopen(jsonl, "r");
-    assert_int_equal(cf_db_import(empty, f, "exp.jsonl", &n), CONVFIND_ERR_IO);
+    assert_int_equal(cf_db_import(empty, fx_file_read, f, "exp.jsonl", &n), CONVFIND_ERR_IO);
     fclose(f);
     assert_non_null(strstr(convfind_last_error(), "exp.jsonl:7:"));
     cf_db_stats s;

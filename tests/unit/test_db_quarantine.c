@@ -217,10 +217,7 @@ static void locked_file(void **state)
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_ERR_IO);
     assert_non_null(strstr(convfind_last_error(), "locked"));
 
-    char *saved[2] = {getenv("CONVFIND_DB_PATH") ? strdup(getenv("CONVFIND_DB_PATH")) : NULL,
-                      getenv("XDG_CACHE_HOME") ? strdup(getenv("XDG_CACHE_HOME")) : NULL};
-    unsetenv("CONVFIND_DB_PATH");
-    setenv("XDG_CACHE_HOME", dir, 1);
+    c.locations.xdg_cache_home = dir;
     c.path = NULL;
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     assert_false(cf_db_is_persistent(db));
@@ -239,14 +236,6 @@ static void locked_file(void **state)
     cf_db_close(db);
     sqlite3_exec(holder, "ROLLBACK", NULL, NULL, NULL);
     sqlite3_close(holder);
-    const char *names[2] = {"CONVFIND_DB_PATH", "XDG_CACHE_HOME"};
-    for (int i = 0; i < 2; i++) {
-        if (saved[i])
-            setenv(names[i], saved[i], 1);
-        else
-            unsetenv(names[i]);
-        free(saved[i]);
-    }
 }
 
 /* Damage that appears while the handle is open (another writer makes SQLite re-read
