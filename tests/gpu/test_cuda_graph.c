@@ -104,7 +104,7 @@ static int capture_each(convfind_context *ctx, cudaStream_t s)
     static convfind_find_result r[CAP];
     int n = 0, bad = 0, captured = 0, refused = 0;
     gu_doing("Find on the conv1-like problem");
-    gu_check(convfind_find(ctx, p, r, CAP, &n), "Find (conv1-like)");
+    gu_check(convfind_find(ctx, p, CONVFIND_WEIGHTS_PER_CALL, r, CAP, &n), "Find (conv1-like)");
     gu_data data;
     gu_data_init(&data, &d, p, 11);
     convfind_tensors t = gu_tensors(&data);
@@ -166,11 +166,13 @@ int main(void)
     static convfind_find_result before[CAP], after[CAP], listed[CAP];
     int n_before = 0, n_after = 0, n_listed = 0;
     gu_doing("Find on the second problem in a fresh context");
-    gu_check(convfind_find(fresh, pb, before, CAP, &n_before), "Find (fresh context)");
+    gu_check(convfind_find(fresh, pb, CONVFIND_WEIGHTS_PER_CALL,
+                           before, CAP, &n_before), "Find (fresh context)");
 
     /* 1: a configuration in the other layout, whose transposes need a workspace. */
     gu_doing("Find on the captured problem");
-    gu_check(convfind_find(ctx, pa, listed, CAP, &n_listed), "Find (captured problem)");
+    gu_check(convfind_find(ctx, pa, CONVFIND_WEIGHTS_PER_CALL,
+                           listed, CAP, &n_listed), "Find (captured problem)");
     const char *name = NULL;
     for (int i = 0; i < n_listed && !name; i++)
         if (listed[i].status == CONVFIND_CANDIDATE_OK &&
@@ -238,7 +240,8 @@ int main(void)
 
     /* 3: Find after the capture, on this thread and context. */
     gu_doing("Find after the capture");
-    gu_check(convfind_find(ctx, pb, after, CAP, &n_after), "Find after the capture");
+    gu_check(convfind_find(ctx, pb, CONVFIND_WEIGHTS_PER_CALL,
+                           after, CAP, &n_after), "Find after the capture");
     int lost = 0;
     for (int i = 0; i < n_after; i++) {
         const int was = status_of(before, n_before, after[i].algorithm);
