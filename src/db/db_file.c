@@ -96,6 +96,28 @@ static int64_t query_int(sqlite3 *conn, const char *sql, int *rc)
     return v;
 }
 
+/* The schema version, application id and number of schema objects, read by one
+ * statement and so from one snapshot: read one by one, another process's migration could
+ * commit in between, and a version of 0 beside a schema already created would look like
+ * another application's file (and be quarantined under the process that created it). */
+static void read_header(sqlite3 *conn, int64_t *version, int64_t *app, int64_t *objects,
+                        int *rc)
+{
+    sqlite3_stmt *st = NULL;
+    *rc = sqlite3_prepare_v2(conn,
+                             "SELECT (SELECT user_version FROM pragma_user_version),"
+                             " (SELECT application_id FROM pragma_application_id),"
+                             " (SELECT count(*) FROM sqlite_master)",
+                             -1, &st, NULL);
+    if (*rc == SQLITE_OK && (*rc = sqlite3_step(st)) == SQLITE_ROW) {
+        *version = sqlite3_column_int64(st, 0);
+        *app = sqlite3_column_int64(st, 1);
+        *objects = sqlite3_column_int64(st, 2);
+        *rc = SQLITE_OK;
+    }
+    sqlite3_finalize(st);
+}
+
 /* Brings the file up to CF_DB_SCHEMA_VERSION.  The version is read again inside the
  * write transaction because another process may have migrated it meanwhile. */
 static int migrate(sqlite3 *conn, char *why, size_t whysize)
@@ -151,11 +173,8 @@ static check_result check_file(cf_db *db, sqlite3 *conn, check_kind kind, char *
 {
     sqlite3_busy_timeout(conn, db->cfg.busy_timeout_ms);
     int rc;
-    int64_t version = query_int(conn, "PRAGMA user_version", &rc);
-    int64_t app = rc == SQLITE_OK ? query_int(conn, "PRAGMA application_id", &rc) : 0;
-    int64_t objects = rc == SQLITE_OK && version == 0
-                          ? query_int(conn, "SELECT count(*) FROM sqlite_master", &rc)
-                          : 0;
+    int64_t version = 0, app = 0, objects = 0;
+    read_header(conn, &version, &app, &objects, &rc);
     if (rc == SQLITE_OK && version > CF_DB_SCHEMA_VERSION) {
         snprintf(why, whysize, "has schema version %lld, newer than this build's %d",
                  (long long)version, CF_DB_SCHEMA_VERSION);
