@@ -34,6 +34,10 @@ typedef struct cf_decision {
     char algo[CF_ALGO_NAME_MAX];      /* the chosen algorithm */
     int n_candidates;                 /* ranked: best first, then the rest */
     cf_candidate_stats *candidates;   /* owned by the decision */
+    /* The Find budget it was measured with, in milliseconds; 0: unknown (a heuristic
+     * choice, or a record stored before find-db schema 2).  With the candidates'
+     * statistics it says how far the decision can be trusted (confidence.h). */
+    double budget_ms;
 } cf_decision;
 
 /* Frees the candidates of `d` and empties it; NULL allowed (decision.c). */
