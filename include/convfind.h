@@ -717,8 +717,12 @@ typedef struct convfind_context_stats {
     uint64_t stored;        /* decisions the find database accepted */
     uint64_t store_failures; /* decisions measured that the find database could not keep */
     uint64_t seeded;        /* misses answered by re-timing the top candidates of a record
-                               from another environment (db_env_policy RETUNE) instead of
-                               a full Find */
+                               from another environment (db_env_policy RETUNE) or of the
+                               same problem on a similar machine (another thread count or
+                               CPU model, HYBRID) instead of a full Find */
+    uint64_t retimed_low_confidence; /* stored decisions of low confidence (see
+                               convfind_confidence_flag) measured again: by a Find with a
+                               larger budget, or handed to the DEFERRED tuner */
 } convfind_context_stats;
 
 /* A snapshot of the context's counters (each read atomically, not all at one instant)
@@ -818,6 +822,17 @@ CONVFIND_API convfind_status convfind_db_get_info(convfind_db *db, convfind_db_i
  * NULL_POINTER.  Thread-safe. */
 CONVFIND_API convfind_status convfind_db_flush(convfind_db *db);
 
+/* Why a stored decision is of low confidence (convfind_db_record.low_confidence, bits;
+ * 0: confident).  A low-confidence decision is measured again when time allows: by HYBRID
+ * and EXHAUSTIVE when their Find budget is larger than the one it had, by the DEFERRED
+ * tuner in the background (docs/find.md, "Confidence"). */
+typedef enum convfind_confidence_flag {
+    CONVFIND_CONFIDENCE_UNKNOWN_BUDGET = 1, /* its Find budget is not known (an old record) */
+    CONVFIND_CONFIDENCE_UNTIMED = 2,        /* a candidate that could run was never timed */
+    CONVFIND_CONFIDENCE_NOISE = 4           /* the runner-up is within the noise: the margin
+                                               is below the larger of the two spreads */
+} convfind_confidence_flag;
+
 /* One stored record, as a callback of convfind_db_foreach sees it: every pointer is valid
  * only during that call. */
 typedef struct convfind_db_record {
@@ -832,9 +847,15 @@ typedef struct convfind_db_record {
     int64_t time;              /* when it was measured, Unix seconds */
     int n_candidates;
     const convfind_find_result *candidates; /* ranked, as convfind_find gives them */
+    /* How it was measured: */
+    double budget_s;           /* the Find budget, seconds; 0: unknown (an old record) */
     double margin;             /* how far the runner-up's median is behind the decision's,
-                                  relative ((runner-up - best) / best); 0 without two timed
-                                  candidates */
+                                  relative ((runner-up - best) / best; negative when a
+                                  faster candidate lost to the incumbent within the noise);
+                                  0 without a runner-up */
+    const char *runner_up;     /* the fastest other timed candidate; NULL without one */
+    int untimed;               /* candidates that could run and were never timed */
+    unsigned low_confidence;   /* convfind_confidence_flag bits; 0: confident */
 } convfind_db_record;
 
 /* Returns 0 to go on, anything else to stop the walk. */

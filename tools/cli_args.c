@@ -251,14 +251,24 @@ const cli_flag cli_flags[CLI_FLAG_COUNT] = {
                        "it.",
                        apply_int, A(budget_ms), NULL, false},
     [CLI_POLICY] = {"policy", 0, "hybrid|exhaustive",
-                    "hybrid (default): a decision stored in the database is used, only the "
-                    "others are measured; exhaustive: every problem is measured.",
+                    "hybrid (default): a decision stored in the database is used; without "
+                    "one, a decision stored for the problem in another environment or on a "
+                    "similar machine (another CPU model or thread count) has its top "
+                    "candidates re-timed, and only the others are measured in full; "
+                    "exhaustive: a stored decision is used too, every other problem is "
+                    "measured in full. Under both, a stored decision of low confidence "
+                    "measured with a smaller --budget-ms is measured again; --retune "
+                    "measures every problem.",
                     apply_choice, A(policy), policy_choices, false},
     [CLI_ENV_POLICY] = {"env-policy", 0, "retune|ignore",
                         "What a decision stored in another environment (another library "
                         "version, backend or device) is good for: retune (default) re-times "
                         "its top candidates only; ignore measures as if nothing were stored.",
                         apply_choice, A(env_policy), env_policy_choices, false},
+    [CLI_RETUNE] = {"retune", 0, NULL,
+                    "Measure every problem now, even when a decision is stored, and replace "
+                    "the stored decision with the new one.",
+                    apply_switch, A(retune), NULL, false},
     [CLI_JSON] = {"json", 0, NULL,
                   "Print the results as JSON on stdout (one document) instead of text; "
                   "warnings and errors still go to stderr.",

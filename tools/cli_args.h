@@ -26,7 +26,7 @@
 typedef enum cli_flag_id {
     /* the context */
     CLI_DB, CLI_SYSTEM_DB, CLI_THREADS, CLI_DEVICE, CLI_WORKSPACE, CLI_BUDGET_MS, CLI_POLICY,
-    CLI_ENV_POLICY,
+    CLI_ENV_POLICY, CLI_RETUNE,
     /* output */
     CLI_JSON, CLI_PROGRESS,
     /* a problem in ONNX terms */
@@ -69,7 +69,7 @@ typedef struct cli_args {
     int device_index;
     int64_t workspace;
     int budget_ms;
-    int policy, env_policy;
+    int policy, env_policy, retune;
     /* output */
     int json, progress;
     /* the problem: ONNX flags write into desc; shapes, bias and residual separately */

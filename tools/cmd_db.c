@@ -3,8 +3,10 @@
  * (docs/db.md), through the public database handle (convfind_db_*).
  *
  *   path          the user database file (and whether it exists)
- *   list          one line per record: key, algorithm, median, environment, host, time
- *   show KEY      every record of KEY with all its candidates' statistics
+ *   list          one line per record: key, algorithm, median, environment, host, time,
+ *                 confidence
+ *   show KEY      every record of KEY: how it was measured (budget, spread, margin to the
+ *                 runner-up, confidence) and all its candidates' statistics
  *   stats         record, environment and lease counts, file size
  *   verify        SQLite's integrity check and a check of every record
  *   export FILE   all records as JSON Lines ("-": stdout)
@@ -45,12 +47,18 @@ static void format_time(int64_t t, char *buf, size_t size)
         snprintf(buf, size, "%lld", (long long)t);
 }
 
-static double chosen_median(const convfind_db_record *r)
+/* The decision's own candidate; NULL when the record does not list it. */
+static const convfind_find_result *chosen(const convfind_db_record *r)
 {
     for (int i = 0; i < r->n_candidates; i++)
         if (strcmp(r->candidates[i].algorithm, r->algorithm) == 0)
-            return r->candidates[i].median_ms;
-    return 0;
+            return &r->candidates[i];
+    return NULL;
+}
+
+static double chosen_median(const convfind_db_record *r)
+{
+    return chosen(r) ? chosen(r)->median_ms : 0;
 }
 
 static const char *const cand_status[] = {"ok", "failed", "not_applicable", "abandoned"};
@@ -59,6 +67,70 @@ typedef struct walk {
     const cli_args *a;
     size_t n;
 } walk;
+
+/* The reasons of a low-confidence record, in the order of their flags. */
+static const struct {
+    unsigned flag;
+    const char *text;
+} low_reasons[] = {{CONVFIND_CONFIDENCE_UNKNOWN_BUDGET, "budget unknown"},
+                   {CONVFIND_CONFIDENCE_UNTIMED, "candidates untimed"},
+                   {CONVFIND_CONFIDENCE_NOISE, "runner-up within the noise"}};
+
+/* How a decision was measured and how far it can be trusted, as a JSON member:
+ * "measured": {"budget_ms" (null: unknown), "spread", "margin" and "runner_up" (null
+ * without one), "untimed", "confidence": "confident" or "low", "reasons": [...]}. */
+static void json_measured(const convfind_db_record *r)
+{
+    printf(", \"measured\": {\"budget_ms\": ");
+    if (r->budget_s > 0)
+        cli_json_number(stdout, 1000.0 * r->budget_s);
+    else
+        printf("null");
+    printf(", \"spread\": ");
+    cli_json_number(stdout, chosen(r) ? chosen(r)->spread : 0);
+    printf(", \"margin\": ");
+    if (r->runner_up)
+        cli_json_number(stdout, r->margin);
+    else
+        printf("null");
+    printf(", \"runner_up\": ");
+    if (r->runner_up)
+        cli_json_string(stdout, r->runner_up);
+    else
+        printf("null");
+    printf(", \"untimed\": %d, \"confidence\": \"%s\", \"reasons\": [", r->untimed,
+           r->low_confidence ? "low" : "confident");
+    for (size_t i = 0, n = 0; i < sizeof low_reasons / sizeof low_reasons[0]; i++)
+        if (r->low_confidence & low_reasons[i].flag)
+            printf("%s\"%s\"", n++ ? ", " : "", low_reasons[i].text);
+    printf("]}");
+}
+
+/* "budget 50 ms, spread 0.021, margin +12.3% to cpu.x; low: 3 candidates untimed" on
+ * one line. */
+static void text_measured(const convfind_db_record *r, char *buf, size_t size)
+{
+    size_t n = r->budget_s > 0 ? (size_t)snprintf(buf, size, "budget %g ms", 1000.0 * r->budget_s)
+                               : (size_t)snprintf(buf, size, "budget unknown");
+    if (n < size)
+        n += (size_t)snprintf(buf + n, size - n, ", spread %.3f", chosen(r) ? chosen(r)->spread : 0);
+    if (n < size && r->runner_up)
+        n += (size_t)snprintf(buf + n, size - n, ", margin %+.1f%% to %s", 100.0 * r->margin,
+                              r->runner_up);
+    if (n < size)
+        n += (size_t)snprintf(buf + n, size - n, "; %s", r->low_confidence ? "low:" : "confident");
+    const char *sep = " ";
+    for (size_t i = 0; i < sizeof low_reasons / sizeof low_reasons[0] && n < size; i++) {
+        if (!(r->low_confidence & low_reasons[i].flag))
+            continue;
+        if (low_reasons[i].flag == CONVFIND_CONFIDENCE_UNTIMED)
+            n += (size_t)snprintf(buf + n, size - n, "%s%d candidate%s untimed", sep, r->untimed,
+                                  r->untimed == 1 ? "" : "s");
+        else
+            n += (size_t)snprintf(buf + n, size - n, "%s%s", sep, low_reasons[i].text);
+        sep = ", ";
+    }
+}
 
 /* The fields list and show have in common, as JSON members. */
 static void json_record_head(const convfind_db_record *r)
@@ -78,6 +150,7 @@ static void json_record_head(const convfind_db_record *r)
     printf(", \"current\": %s}, \"host\": ", r->current_environment ? "true" : "false");
     cli_json_string(stdout, r->host);
     printf(", \"time\": %lld", (long long)r->time);
+    json_measured(r);
 }
 
 static int list_one(void *arg, const convfind_db_record *r)
@@ -92,8 +165,9 @@ static int list_one(void *arg, const convfind_db_record *r)
     } else {
         char when[32];
         format_time(r->time, when, sizeof when);
-        printf("%s\t%s\t%.4f ms\t%s\t%s\t%s\n", r->key, r->algorithm, chosen_median(r),
-               r->current_environment ? "current" : "foreign", r->host, when);
+        printf("%s\t%s\t%.4f ms\t%s\t%s\t%s\t%s\n", r->key, r->algorithm, chosen_median(r),
+               r->current_environment ? "current" : "foreign", r->host, when,
+               r->low_confidence ? "low-confidence" : "confident");
     }
     w->n++;
     return 0;
@@ -126,12 +200,13 @@ static int show_one(void *arg, const convfind_db_record *r)
         w->n++;
         return 0;
     }
-    char when[32];
+    char when[32], how[400];
     format_time(r->time, when, sizeof when);
+    text_measured(r, how, sizeof how);
     printf("%skey:       %s\nchosen:    %s\nenv:       library %s, backends %s, device %s (%s)\n"
-           "measured:  on %s at %s\n",
+           "measured:  on %s at %s\nfind:      %s\n",
            w->n ? "\n" : "", r->key, r->algorithm, r->library, r->backends, r->device,
-           r->current_environment ? "current" : "foreign", r->host, when);
+           r->current_environment ? "current" : "foreign", r->host, when, how);
     printf("  %-28s %-15s %10s %10s %8s %7s %12s %9s\n", "candidate", "status", "median ms",
            "min ms", "spread", "repeats", "workspace", "validated");
     for (int i = 0; i < r->n_candidates; i++) {
@@ -421,8 +496,11 @@ const cli_command cli_cmd_db = {
         "Subcommands that only read, and change nothing (no directory or file is created, "
         "nothing is moved, no -wal or -shm file is left; a missing database reads as empty):\n"
         "  path          the database file in use\n"
-        "  list          one line per record: key, algorithm, median, current/foreign, host, time\n"
-        "  show KEY      every record of KEY with every candidate's statistics\n"
+        "  list          one line per record: key, algorithm, median, current/foreign, host, time,\n"
+        "                confident/low-confidence\n"
+        "  show KEY      every record of KEY: how it was measured (Find budget, the choice's\n"
+        "                spread, its margin to the runner-up, confidence) and every\n"
+        "                candidate's statistics\n"
         "  stats         record, environment and lease counts, the file's size\n"
         "  verify        SQLite's integrity check and a check of every record; damage, or a\n"
         "                record this build cannot use, is an error (exit status 1) and the\n"

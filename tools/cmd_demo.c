@@ -68,7 +68,7 @@ static int plan_all(const cli_command *cmd, convfind_context *ctx, const cli_lay
         convfind_conv_desc desc;
         cli_layer_desc(&layers[i], &desc);
         snprintf(rows[i].name, sizeof rows[i].name, "%s", layers[i].name);
-        cli_decide(ctx, &desc, true, NULL, &rows[i], plans ? &plans[i] : NULL);
+        cli_decide(ctx, &desc, true, false, NULL, &rows[i], plans ? &plans[i] : NULL);
         if (show && rows[i].status == CONVFIND_OK) {
             cli_decision_row(&rows[i]);
             fflush(stdout);

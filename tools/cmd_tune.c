@@ -5,11 +5,14 @@
  * measuring (docs/db.md).
  *
  * Each problem goes through an ordinary plan creation under the HYBRID policy (stored
- * decision, else Find and store; EXHAUSTIVE with --policy exhaustive), with constant
- * weights unless its list line says weights=var, so tuning is the very path a first
- * inference would take and decides the keys its plans have.  Results go to stdout: a table and the line
+ * decision, else a re-time seeded by a record from another environment or a similar
+ * machine, else Find, then stored; EXHAUSTIVE with --policy exhaustive; with --retune
+ * the plan option that measures whatever is stored), with constant weights unless its
+ * list line says weights=var, so tuning is the very path a first inference would take
+ * and decides the keys its plans have.  Results go to stdout: a table and the line
  *   tuned=<decided> failed=<not decided> finds=<finds run> db_hits=<read from the
- *   database> unstored=<decisions that could not be stored> seconds=<s>
+ *   database> seeded=<finds that re-timed only a record's top candidates>
+ *   unstored=<decisions that could not be stored> seconds=<s>
  * or one JSON object; --progress reports on stderr as it goes.  The exit status is 1
  * when a problem failed or a decision could not be stored.
  */
@@ -108,9 +111,15 @@ static void progress(bool tty, size_t done, size_t total, double elapsed,
 
 static const char *const weights_words[] = {NULL, "const", "var"};
 
+/* What the summary line and the JSON object report besides the rows. */
+typedef struct totals {
+    size_t tuned, failed, hits, unstored;
+    unsigned long long finds, seeded;
+    double seconds;
+} totals;
+
 static void print_json(const char *db, const cli_problem_list *list, const cli_decision *rows,
-                       size_t tuned, size_t failed, unsigned long long finds, size_t hits,
-                       size_t unstored, double seconds)
+                       const totals *t)
 {
     printf("{\"database\": ");
     cli_json_string(stdout, db);
@@ -137,9 +146,9 @@ static void print_json(const char *db, const cli_problem_list *list, const cli_d
         printf("}");
     }
     printf("], \"tuned\": %zu, \"failed\": %zu, \"finds\": %llu, \"db_hits\": %zu, "
-           "\"unstored\": %zu, \"seconds\": ",
-           tuned, failed, finds, hits, unstored);
-    cli_json_number(stdout, seconds);
+           "\"seeded\": %llu, \"unstored\": %zu, \"seconds\": ",
+           t->tuned, t->failed, t->finds, t->hits, t->seeded, t->unstored);
+    cli_json_number(stdout, t->seconds);
     printf("}\n");
 }
 
@@ -157,7 +166,7 @@ static int tune(const cli_command *cmd, const cli_args *a, convfind_context *ctx
     if (!a->json)
         printf("tuning %zu problems into %s\n", list->n, db);
     bool tty = isatty(STDERR_FILENO) != 0;
-    size_t hits = 0, failed = 0;
+    totals t = {0};
     double start = now_s();
     for (size_t i = 0; i < list->n; i++) {
         cli_decision *r = &rows[i];
@@ -167,37 +176,39 @@ static int tune(const cli_command *cmd, const cli_args *a, convfind_context *ctx
             r->status = CONVFIND_ERR_UNSUPPORTED;
             snprintf(r->error, sizeof r->error, "%s", unsupported);
         } else {
-            cli_decide(ctx, &list->v[i].desc, list->v[i].weights != CLI_WEIGHTS_VAR, cuda, r,
-                       NULL);
+            cli_decide(ctx, &list->v[i].desc, list->v[i].weights != CLI_WEIGHTS_VAR,
+                       a->retune != 0, cuda, r, NULL);
         }
-        hits += r->status == CONVFIND_OK && r->source == CONVFIND_SOURCE_STORED;
-        failed += r->status != CONVFIND_OK;
+        t.hits += r->status == CONVFIND_OK && r->source == CONVFIND_SOURCE_STORED;
+        t.failed += r->status != CONVFIND_OK;
         if (a->progress)
             progress(tty, i + 1, list->n, now_s() - start, r);
     }
     if ((st = convfind_db_flush(store)) != CONVFIND_OK ||
         (st = convfind_db_get_info(store, &info)) != CONVFIND_OK)
         return cli_library_error(st);
-    size_t unstored = (size_t)info.store_failures;
+    t.unstored = (size_t)info.store_failures;
     convfind_context_stats stats = {.struct_size = sizeof stats};
     convfind_context_stats_get(ctx, &stats);
-    size_t tuned = list->n - failed;
-    double seconds = now_s() - t0;
+    t.finds = (unsigned long long)stats.finds;
+    t.seeded = (unsigned long long)stats.seeded;
+    t.tuned = list->n - t.failed;
+    t.seconds = now_s() - t0;
     if (a->json) {
-        print_json(db, list, rows, tuned, failed, (unsigned long long)stats.finds, hits,
-                   unstored, seconds);
+        print_json(db, list, rows, &t);
     } else {
         cli_decision_table(rows, list->n);
-        printf("tuned=%zu failed=%zu finds=%llu db_hits=%zu unstored=%zu seconds=%.2f\n", tuned,
-               failed, (unsigned long long)stats.finds, hits, unstored, seconds);
+        printf("tuned=%zu failed=%zu finds=%llu db_hits=%zu seeded=%llu unstored=%zu "
+               "seconds=%.2f\n",
+               t.tuned, t.failed, t.finds, t.hits, t.seeded, t.unstored, t.seconds);
     }
     for (size_t i = 0; i < list->n; i++)
         if (rows[i].status != CONVFIND_OK)
-            return cli_failure(cmd, "%zu of %zu problems failed; the first, %s: %s: %s", failed,
+            return cli_failure(cmd, "%zu of %zu problems failed; the first, %s: %s: %s", t.failed,
                                list->n, rows[i].name, convfind_status_name(rows[i].status),
                                rows[i].error);
-    if (unstored)
-        return cli_failure(cmd, "%zu decisions could not be stored in %s", unstored, db);
+    if (t.unstored)
+        return cli_failure(cmd, "%zu decisions could not be stored in %s", t.unstored, db);
     return CLI_EXIT_OK;
 }
 
@@ -230,8 +241,9 @@ static int tune_main(const cli_command *cmd, cli_args *a)
 }
 
 static const int file_flags[] = {CLI_INPUT_SHAPE, -1};
-static const int tune_flags[] = {CLI_POLICY, CLI_ENV_POLICY, CLI_BUDGET_MS, CLI_THREADS,
-                                 CLI_DEVICE, CLI_WORKSPACE,  CLI_DB,        CLI_SYSTEM_DB, -1};
+static const int tune_flags[] = {CLI_POLICY, CLI_ENV_POLICY, CLI_RETUNE,    CLI_BUDGET_MS,
+                                 CLI_THREADS, CLI_DEVICE,    CLI_WORKSPACE, CLI_DB,
+                                 CLI_SYSTEM_DB, -1};
 static const int output_flags[] = {CLI_JSON, CLI_PROGRESS, -1};
 static const cli_section sections[] = {
     {"problem files", file_flags},
@@ -253,7 +265,13 @@ const cli_command cli_cmd_tune = {
         "Decides every problem the way a first inference would (a plan creation under the "
         "hybrid policy: a decision stored in the database is used, any other is measured by "
         "Find and stored), so that later processes read the decisions instead of measuring. "
-        "A second run of the same list measures nothing.\n"
+        "A second run of the same list measures nothing, except the stored decisions of low "
+        "confidence (measured with a shorter --budget-ms that did not time every candidate, "
+        "or whose runner-up was within the noise) when this run's budget is larger: those "
+        "are measured again. A problem stored only for another environment, or for a "
+        "similar machine (the same problem with another thread count or CPU model, the same "
+        "ISA level), is seeded: only the top candidates of that record are re-timed, and "
+        "the count is reported as seeded. --retune measures every problem, stored or not.\n"
         "\n"
         "A FILE (\"-\" for standard input) is in one of three formats, decided by its "
         "first line that is not blank or a comment. The problem list: one problem per line, "
@@ -283,11 +301,11 @@ const cli_command cli_cmd_tune = {
         "Without FILEs, the flags describe one problem, as for `convfind find`.\n"
         "\n"
         "Output: a first line naming the database, a table (problem, algorithm, source, "
-        "median ms, seconds) and the line `tuned=T failed=F finds=N db_hits=H unstored=U "
-        "seconds=S`; with --json one object {\"database\", \"problems\": [{\"name\", "
-        "\"count\", \"weights\", \"status\", \"algorithm\", \"source\", \"median_ms\" or "
-        "\"error\", \"seconds\"}], \"tuned\", \"failed\", \"finds\", \"db_hits\", "
-        "\"unstored\", \"seconds\"}. A database another process keeps locked is waited "
+        "median ms, seconds) and the line `tuned=T failed=F finds=N db_hits=H seeded=E "
+        "unstored=U seconds=S`; with --json one object {\"database\", \"problems\": "
+        "[{\"name\", \"count\", \"weights\", \"status\", \"algorithm\", \"source\", "
+        "\"median_ms\" or \"error\", \"seconds\"}], \"tuned\", \"failed\", \"finds\", "
+        "\"db_hits\", \"seeded\", \"unstored\", \"seconds\"}. A database another process keeps locked is waited "
         "for; decisions that could not be stored in the end are counted as unstored. The "
         "exit status is 1 when a problem failed or a decision could not be stored.",
     .sections = sections,

@@ -84,7 +84,7 @@ static const void *zero_weights(const convfind_problem *p, cli_cuda *cuda, void 
 }
 
 void cli_decide(convfind_context *ctx, const convfind_conv_desc *desc, bool constant,
-                cli_cuda *cuda, cli_decision *out, convfind_plan **plan)
+                bool retune, cli_cuda *cuda, cli_decision *out, convfind_plan **plan)
 {
     double t0 = now_s();
     convfind_problem *p = NULL;
@@ -93,6 +93,7 @@ void cli_decide(convfind_context *ctx, const convfind_conv_desc *desc, bool cons
     out->error[0] = '\0';
     convfind_plan_options o;
     convfind_plan_options_init(&o);
+    o.retune = retune;
     out->status = convfind_problem_create(desc, &p);
     if (out->status == CONVFIND_OK && constant)
         o.weights = zero_weights(p, cuda, &owned, &out->status, out->error, sizeof out->error);

@@ -36,12 +36,13 @@ const char *cli_source_name(convfind_decision_source source);
  * is left as the caller set it).  With `constant` the plan is given constant weights
  * (zeros: a decision does not depend on their values; on the device through `cuda`
  * when it is not NULL, which then owns them), and its decision is the one for plans
- * with constant weights; else the plan takes its weights per call.  When `plan` is not
- * NULL and the call succeeded, the plan is handed to the caller, who destroys it;
- * otherwise it is destroyed here.  Safe to call from several threads on one context,
- * each with its own `out` (not with one `cuda`). */
+ * with constant weights; else the plan takes its weights per call.  With `retune` the
+ * plan measures the problem now whatever is cached or stored (convfind_plan_options.retune).
+ * When `plan` is not NULL and the call succeeded, the plan is handed to the caller, who
+ * destroys it; otherwise it is destroyed here.  Safe to call from several threads on one
+ * context, each with its own `out` (not with one `cuda`). */
 void cli_decide(convfind_context *ctx, const convfind_conv_desc *desc, bool constant,
-                cli_cuda *cuda, cli_decision *out, convfind_plan **plan);
+                bool retune, cli_cuda *cuda, cli_decision *out, convfind_plan **plan);
 
 /* The table of decisions: name, algorithm, source, median ms, seconds; a failed row
  * shows its status name instead.  The header and single rows are separate so a command

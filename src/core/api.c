@@ -29,7 +29,7 @@ static const cf_cache_entry *measured(convfind_context *ctx, const cf_problem *p
                                       cf_cache_entry *e, convfind_status *st)
 {
     if (cf_cache_latest(e)->source != CF_SOURCE_MEASURED &&
-        (*st = cf_decision_remeasure(ctx, p, e, NULL)) != CONVFIND_OK)
+        (*st = cf_decision_remeasure(ctx, p, e, 0, NULL)) != CONVFIND_OK)
         return NULL;
     return cf_cache_latest(e);
 }
@@ -73,10 +73,9 @@ convfind_status convfind_find(convfind_context *ctx, const convfind_problem *pro
     *count = 0;
     cf_key key;
     cf_cache_entry *e;
-    bool obtained;
     convfind_status st = cf_context_key(ctx, problem, (cf_weights)weights, &key);
     if (st != CONVFIND_OK ||
-        (st = cf_decision_get(ctx, problem, &key, CONVFIND_FIND_EXHAUSTIVE, &e, &obtained)) !=
+        (st = cf_decision_get(ctx, problem, &key, CONVFIND_FIND_EXHAUSTIVE, false, &e)) !=
             CONVFIND_OK)
         return st;
     const cf_cache_entry *m = measured(ctx, problem, e, &st);

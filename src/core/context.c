@@ -267,6 +267,7 @@ convfind_status convfind_context_stats_get(const convfind_context *ctx,
         .stored = stored,
         .store_failures = unstored,
         .seeded = counter(&ctx->seeded),
+        .retimed_low_confidence = counter(&ctx->retimed),
     };
     return cf_options_write(&s, sizeof s, "convfind_context_stats", stats);
 }

@@ -52,7 +52,13 @@ struct convfind_context {
     size_t find_workspace_limit;      /* the workspace class's bound (key.h) */
     const cf_backend *backend;        /* where its executions run (algo/backend.h) */
     cf_backend_state *device;         /* backend->open() output */
-    atomic_uint_fast64_t finds, find_ns, fallbacks, deferred_updates, seeded;
+    atomic_uint_fast64_t finds, find_ns, fallbacks, deferred_updates;
+    /* Finds that re-timed only the top candidates of a record measured elsewhere (this
+     * key's from another environment, or a compatible key's) instead of all. */
+    atomic_uint_fast64_t seeded;
+    /* Stored decisions of low confidence measured again, in the foreground or handed to
+     * the DEFERRED tuner (decision/confidence.h). */
+    atomic_uint_fast64_t retimed;
 };
 
 /* A decision bound to one plan. */

@@ -15,6 +15,7 @@
 #include "core/env.h"
 #include "core/options.h"
 #include "core/record_check.h"
+#include "decision/confidence.h"
 #include "util/error.h"
 
 void cf_db_handle_init(convfind_db *handle, cf_db *db, const cf_db_env *env)
@@ -152,18 +153,11 @@ typedef struct foreach_arg {
     bool failed; /* out of memory for the candidates */
 } foreach_arg;
 
-/* (runner-up - best) / best over the first two timed candidates of the ranked list. */
-static double margin_of(const cf_decision *d)
-{
-    const cf_candidate_stats *timed[2];
-    int n = 0;
-    for (int i = 0; i < d->n_candidates && n < 2; i++)
-        if (d->candidates[i].status == CF_CAND_OK && d->candidates[i].repeats > 0)
-            timed[n++] = &d->candidates[i];
-    if (n < 2 || timed[0] != &d->candidates[0] || !(timed[0]->median_ms > 0))
-        return 0;
-    return (timed[1]->median_ms - timed[0]->median_ms) / timed[0]->median_ms;
-}
+/* The public confidence bits are the module's. */
+_Static_assert((int)CONVFIND_CONFIDENCE_UNKNOWN_BUDGET == (int)CF_CONF_UNKNOWN_BUDGET &&
+                   (int)CONVFIND_CONFIDENCE_UNTIMED == (int)CF_CONF_UNTIMED &&
+                   (int)CONVFIND_CONFIDENCE_NOISE == (int)CF_CONF_NOISE,
+               "convfind_confidence_flag and cf_confidence_flag differ");
 
 static int foreach_one(const cf_db_record *r, void *varg)
 {
@@ -181,6 +175,8 @@ static int foreach_one(const cf_db_record *r, void *varg)
     }
     for (int i = 0; i < d->n_candidates; i++)
         cf_result_export(&d->candidates[i], d->candidates[i].algo, &a->results[i]);
+    cf_confidence c;
+    cf_decision_confidence(d, &c);
     const convfind_db_record rec = {
         .key = r->key,
         .algorithm = d->algo,
@@ -193,7 +189,11 @@ static int foreach_one(const cf_db_record *r, void *varg)
         .time = r->time,
         .n_candidates = d->n_candidates,
         .candidates = a->results,
-        .margin = margin_of(d),
+        .budget_s = d->budget_ms > 0 ? d->budget_ms / 1000.0 : 0,
+        .margin = c.runner_up ? c.margin : 0,
+        .runner_up = c.runner_up ? c.runner_up_algo : NULL,
+        .untimed = c.untimed,
+        .low_confidence = c.low,
     };
     return a->fn(a->user, &rec);
 }

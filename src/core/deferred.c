@@ -11,6 +11,7 @@
 typedef struct job {
     cf_cache_entry *entry;
     cf_problem problem;
+    double budget_ms;
     struct job *next;
 } job;
 
@@ -28,7 +29,8 @@ struct cf_deferred {
 /* Tuned later, remembered for good: the measurement is stored too. */
 static void tune(cf_deferred *d, job *j)
 {
-    if (cf_decision_remeasure(d->ctx, &j->problem, j->entry, &d->cancel) == CONVFIND_OK)
+    if (cf_decision_remeasure(d->ctx, &j->problem, j->entry, j->budget_ms, &d->cancel) ==
+        CONVFIND_OK)
         atomic_fetch_add_explicit(&d->ctx->deferred_updates, 1, memory_order_relaxed);
 }
 
@@ -75,7 +77,7 @@ convfind_status cf_deferred_create(convfind_context *ctx, cf_deferred **out)
     return CONVFIND_OK;
 }
 
-void cf_deferred_submit(cf_deferred *d, cf_cache_entry *e, const cf_problem *p)
+void cf_deferred_submit(cf_deferred *d, cf_cache_entry *e, const cf_problem *p, double budget_ms)
 {
     job *j = malloc(sizeof *j);
     if (!j)
@@ -83,6 +85,7 @@ void cf_deferred_submit(cf_deferred *d, cf_cache_entry *e, const cf_problem *p)
     cf_cache_retain(e);
     j->entry = e;
     j->problem = *p;
+    j->budget_ms = budget_ms;
     j->next = NULL;
     pthread_mutex_lock(&d->mu);
     bool full = d->queued >= CF_DEFERRED_QUEUE_MAX || d->stop;

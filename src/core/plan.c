@@ -244,15 +244,9 @@ static convfind_status decided(convfind_plan *plan, bool retune, cf_prepared **p
     convfind_context *ctx = plan->context;
     const cf_problem *p = &plan->problem;
     cf_cache_entry *entry;
-    bool obtained;
-    convfind_status st =
-        cf_decision_get(ctx, p, &plan->key, retune ? CONVFIND_FIND_EXHAUSTIVE : ctx->find_policy,
-                        &entry, &obtained);
-    if (st == CONVFIND_OK) {
-        if (retune && !obtained && cf_decision_remeasure(ctx, p, entry, NULL) != CONVFIND_OK)
-            cf_clear_error();
+    convfind_status st = cf_decision_get(ctx, p, &plan->key, ctx->find_policy, retune, &entry);
+    if (st == CONVFIND_OK)
         return prepared_new(plan, entry, NULL, NULL, CONVFIND_SOURCE_HEURISTIC, pr);
-    }
     if (st == CONVFIND_ERR_UNSUPPORTED)
         return st;
     cf_decision d;

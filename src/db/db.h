@@ -25,9 +25,10 @@
  * stored is counted (cf_db_flush, cf_db_stats.unstored).
  *
  * Thread safety: a cf_db may be used by any number of threads at once; each call takes
- * the handle's mutex for the duration of its SQLite work.  Processes coordinate through
- * SQLite's locks (WAL mode, busy timeout) and the lease table.  A handle must not be
- * used across fork(); open one per process.
+ * the handle's mutex for the duration of its SQLite work.  Handles, of one process or
+ * of several, coordinate through SQLite's locks (WAL mode, busy timeout) and the lease
+ * table, whose leases name their handle.  A handle must not be used across fork(); open
+ * one per process.
  */
 #ifndef CONVFIND_DB_H
 #define CONVFIND_DB_H
@@ -42,7 +43,7 @@
 #include "problem/key.h"
 #include "util/log.h"
 
-#define CF_DB_SCHEMA_VERSION 1 /* PRAGMA user_version of the files this build writes */
+#define CF_DB_SCHEMA_VERSION 2 /* PRAGMA user_version of the files this build writes */
 #define CF_DB_FILE_NAME "finddb.sqlite"
 #define CF_DB_MEMORY ":memory:" /* as a path: in-memory on purpose, without a warning */
 
@@ -100,8 +101,8 @@ void cf_db_config_init(cf_db_config *config, const cf_fingerprint *host);
  * warning. */
 convfind_status cf_db_open(const cf_db_config *config, cf_db **out);
 
-/* Stores what is still pending (cf_db_flush), closes the handle and releases this
- * process's leases.  NULL allowed. */
+/* Stores what is still pending (cf_db_flush), closes the handle and releases its
+ * leases (one that cannot be deleted no longer counts as live).  NULL allowed. */
 void cf_db_close(cf_db *db);
 
 /* The user database file (also a missing one under INSPECT), or CF_DB_MEMORY.  Valid
@@ -136,7 +137,8 @@ typedef enum cf_db_found {
 convfind_status cf_db_lookup(cf_db *db, const char *key, cf_decision *out, cf_db_found *found);
 
 /* Stores `n` decisions in one transaction, stamped with the environment, host and time,
- * and releases this process's leases on those keys in the same transaction.  A busy
+ * with how each was measured (budget, spread, margin: confidence.h), and releases this
+ * handle's leases on those keys in the same transaction.  A busy
  * database (another process holds the write lock past the busy timeout) keeps the
  * decisions pending: they are written with the next store or by cf_db_flush.  A
  * decision that cannot reach the file (read-only, full disk, memory although a file was
@@ -150,25 +152,50 @@ convfind_status cf_db_store(cf_db *db, const char *const *keys, const cf_decisio
  * handle could not store since it was opened.  NULL: 0. */
 size_t cf_db_flush(cf_db *db);
 
+/* What the find path asks of cf_db_begin. */
+typedef struct cf_db_request {
+    int wait_ms; /* how long to wait for another handle measuring the key */
+    /* Whether a stored decision of this environment may be used as it is (NULL: every
+     * one may).  One that may not (low confidence, or a re-measure asked for) is measured
+     * again under the key's lease: CF_DB_ACTION_RETIME. */
+    bool (*usable)(const cf_decision *d, void *arg);
+    void *usable_arg;
+    /* When nothing is stored for the key, a record of a compatible key (the same problem
+     * measured with the same backend and ISA level, on another CPU model or with another
+     * thread count) may seed a re-time of its top candidates: CF_DB_ACTION_SEED.  Not
+     * under db_env_policy IGNORE. */
+    bool similar;
+} cf_db_request;
+
 /* What the find path does after a miss in its in-memory cache (cf_db_begin). */
 typedef enum cf_db_action {
     CF_DB_ACTION_USE,       /* `out` is a stored decision: use it as it is */
-    CF_DB_ACTION_RETUNE,    /* `out` is a foreign decision: re-time its top candidates */
-    CF_DB_ACTION_BENCHMARK, /* nothing stored; this process holds the lease: run Find */
-    CF_DB_ACTION_HEURISTIC  /* another live process is still benchmarking after wait_ms */
+    CF_DB_ACTION_RETIME,    /* `out` is a stored decision of this environment that is not
+                               usable as it is; this handle holds the lease: measure again,
+                               from it as the incumbent */
+    CF_DB_ACTION_RETUNE,    /* `out` is this key's decision from another environment; this
+                               handle holds the lease: re-time its top candidates */
+    CF_DB_ACTION_SEED,      /* `out` is a compatible key's decision; this handle holds the
+                               lease: re-time its top candidates */
+    CF_DB_ACTION_BENCHMARK, /* nothing stored; this handle holds the lease: run Find */
+    CF_DB_ACTION_HEURISTIC  /* another live handle (of this or another process) is still
+                               measuring after wait_ms, and nothing usable is stored */
 } cf_db_action;
 
-/* The whole persistent step of a miss: look up; if nothing is stored, take the key's
- * lease, or wait up to `wait_ms` for the live process holding it and use what it
- * stores.  After RETUNE or BENCHMARK the caller must call cf_db_finish (with the result,
- * or NULL when Find failed) so the lease is released.  `out` as for cf_db_lookup. */
-cf_db_action cf_db_begin(cf_db *db, const char *key, int wait_ms, cf_decision *out);
+/* The whole persistent step of a miss: look up; unless a usable decision is stored,
+ * take the key's lease, or wait up to req->wait_ms for the live handle holding it and
+ * use what it stores (past the wait: a stored decision although not usable, else the
+ * heuristic).  After RETIME, RETUNE, SEED or BENCHMARK the caller must call
+ * cf_db_finish (with the result, or NULL when Find failed) so the lease is released.
+ * `out` as for cf_db_lookup. */
+cf_db_action cf_db_begin(cf_db *db, const char *key, const cf_db_request *req, cf_decision *out);
 
 /* Stores `decision` for `key` (NULL: stores nothing) and releases the lease. */
 void cf_db_finish(cf_db *db, const char *key, const cf_decision *decision);
 
 /* The lease primitives under cf_db_begin, for tests and tools.  acquire sets *acquired
- * to false when a live process on this or another host holds an unexpired lease. */
+ * to false when another live handle (of this process, or of a live process on this or
+ * another host) holds an unexpired lease; this handle's own lease is renewed. */
 convfind_status cf_db_lease_acquire(cf_db *db, const char *key, bool *acquired);
 void cf_db_lease_release(cf_db *db, const char *key);
 

@@ -13,8 +13,8 @@
 
 #define IMPORT_LINE_MAX (1 << 20) /* a record line is a few KiB; anything huge is bad input */
 
-/* Fills `r` from a row (key, library, backends, device, decision, host, created_at).
- * The row's decision is parsed and checked by the same loader lookups use. */
+/* Fills `r` from a row (key, library, backends, device, decision, host, created_at,
+ * budget).  The row's decision is parsed and checked by the same loader lookups use. */
 static convfind_status row_record(const cf_db *db, sqlite3_stmt *st, cf_db_record *r)
 {
     memset(r, 0, sizeof *r);
@@ -33,6 +33,7 @@ static convfind_status row_record(const cf_db *db, sqlite3_stmt *st, cf_db_recor
     snprintf(r->env.device, sizeof r->env.device, "%s", text[3]);
     snprintf(r->host, sizeof r->host, "%s", text[5]);
     r->time = sqlite3_column_int64(st, 6);
+    r->decision.budget_ms = cf_db_column_budget(st, 7);
     r->key = strdup(text[0]);
     if (!r->key) {
         cf_db_record_clear(r);
@@ -55,14 +56,13 @@ static int walk_op(cf_db *db, sqlite3 *conn, void *varg)
     walk_arg *a = varg;
     a->unreadable = 0;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(conn,
-                                a->key ? "SELECT key, library_version, backend_versions, device, "
-                                         "decision, host, created_at FROM decisions WHERE key=?1 "
-                                         "ORDER BY created_at"
-                                       : "SELECT key, library_version, backend_versions, device, "
-                                         "decision, host, created_at FROM decisions "
-                                         "ORDER BY key, created_at",
-                                -1, &st, NULL);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT key, library_version, backend_versions, device, decision, host, created_at, "
+             "%s FROM decisions %s",
+             cf_db_budget_column(conn),
+             a->key ? "WHERE key=?1 ORDER BY created_at" : "ORDER BY key, created_at");
+    int rc = sqlite3_prepare_v2(conn, sql, -1, &st, NULL);
     if (rc != SQLITE_OK)
         return rc;
     if (a->key)
@@ -219,34 +219,16 @@ static int import_op(cf_db *db, sqlite3 *conn, void *varg)
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_stmt *ins = NULL;
-    rc = sqlite3_prepare_v2(conn,
-                            "INSERT OR REPLACE INTO decisions(key, library_version, "
-                            "backend_versions, device, algo, decision, bad_candidates, host, "
-                            "created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                            -1, &ins, NULL);
+    rc = cf_db_insert_prepare(conn, &ins);
     for (size_t i = 0; rc == SQLITE_OK && i < a->n; i++) {
         const cf_db_record *r = &a->records[i];
-        char *json = cf_db_decision_to_json(&r->decision);
-        if (!json) {
+        cf_db_row row;
+        if (cf_db_row_make(r->key, &r->decision, &row) != CONVFIND_OK) {
             rc = SQLITE_NOMEM;
             break;
         }
-        char bad[1024];
-        cf_db_bad_candidates(&r->decision, bad, sizeof bad);
-        sqlite3_reset(ins);
-        sqlite3_bind_text(ins, 1, r->key, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 2, r->env.library, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 3, r->env.backends, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 4, r->env.device, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 5, r->decision.algo, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 6, json, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 7, bad, -1, SQLITE_TRANSIENT);
-        sqlite3_bind_text(ins, 8, r->host, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(ins, 9, r->time);
-        free(json);
-        rc = sqlite3_step(ins);
-        if (rc == SQLITE_DONE)
-            rc = SQLITE_OK;
+        rc = cf_db_insert(ins, &row, &r->env, r->host, r->time);
+        cf_db_row_free(&row);
     }
     sqlite3_finalize(ins);
     if (rc == SQLITE_OK)
@@ -434,14 +416,15 @@ static int prune_op(cf_db *db, sqlite3 *conn, void *varg)
     /* Leases: collect the dead ones first, then delete them by key. */
     st = NULL;
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(conn, "SELECT key, pid, host, expires_ms FROM leases", -1, &st,
-                                NULL);
+        rc = sqlite3_prepare_v2(conn, "SELECT key, pid, owner, host, expires_ms FROM leases", -1,
+                                &st, NULL);
     while (rc == SQLITE_OK && (rc = sqlite3_step(st)) == SQLITE_ROW) {
-        const char *host = (const char *)sqlite3_column_text(st, 2);
+        const char *host = (const char *)sqlite3_column_text(st, 3);
         rc = SQLITE_OK;
-        if (cf_db_lease_live(db, sqlite3_column_int64(st, 1), host ? host : "",
-                             sqlite3_column_int64(st, 3)) ||
-            (sqlite3_column_int64(st, 1) == (int64_t)getpid() && host &&
+        if (cf_db_lease_live(db, sqlite3_column_int64(st, 1), sqlite3_column_int64(st, 2),
+                             host ? host : "", sqlite3_column_int64(st, 4)) ||
+            (sqlite3_column_int64(st, 2) == db->owner &&
+             sqlite3_column_int64(st, 1) == (int64_t)getpid() && host &&
              strcmp(host, db->host) == 0))
             continue;
         sqlite3_stmt *del = NULL;

@@ -33,7 +33,8 @@
 #define CF_DB_APPLICATION_ID 0x43464442
 
 /* migrations[v] brings a file from schema version v to v + 1.  A new schema version
- * appends one entry; a file is migrated step by step inside one transaction. */
+ * appends one entry; a file is migrated step by step inside one transaction.  A new
+ * file goes through every step, so the steps are the only definition of the schema. */
 static const char *const migrations[CF_DB_SCHEMA_VERSION] = {
     "CREATE TABLE decisions("
     " key TEXT NOT NULL,"
@@ -51,6 +52,13 @@ static const char *const migrations[CF_DB_SCHEMA_VERSION] = {
     " pid INTEGER NOT NULL,"
     " host TEXT NOT NULL,"
     " expires_ms INTEGER NOT NULL);",
+    /* 2: how each decision was measured (NULL: unknown, the records of version 1, which
+     * are kept), and the handle that holds a lease, so that two contexts of one process
+     * keep each other from measuring one key as two processes do. */
+    "ALTER TABLE decisions ADD COLUMN budget_ms REAL;"
+    "ALTER TABLE decisions ADD COLUMN spread REAL;"
+    "ALTER TABLE decisions ADD COLUMN margin REAL;"
+    "ALTER TABLE leases ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;",
 };
 
 typedef enum check_result {

@@ -1,8 +1,10 @@
 /*
  * db_internal.h - the cf_db handle and the helpers its source files share:
- * db_open.c (the handle, locations, warnings), db_file.c (opening and checking files,
- * read-only snapshots, quarantine, recovery during a query), db_ops.c (lookup, store,
- * pending writes, leases) and db_admin.c (listing, import/export, maintenance).
+ * db_open.c (the handle, locations, warnings, lease owners), db_file.c (opening and
+ * checking files, read-only snapshots, quarantine, recovery during a query), db_rows.c
+ * (the decisions table's row format), db_ops.c (lookup, store, pending writes, leases),
+ * db_similar.c (records of compatible keys) and db_admin.c (listing, import/export,
+ * maintenance).
  */
 #ifndef CONVFIND_DB_INTERNAL_H
 #define CONVFIND_DB_INTERNAL_H
@@ -20,6 +22,9 @@
 /* One decision as it is written: what a store needs and what a retry keeps. */
 typedef struct cf_db_row {
     char *key, *algo, *json, *bad;
+    double budget_ms;      /* 0: unknown, written as NULL */
+    double spread, margin; /* confidence.h; margin only with a runner-up (else NULL) */
+    bool runner_up;
 } cf_db_row;
 
 struct cf_db {
@@ -47,6 +52,8 @@ struct cf_db {
     size_t unstored;      /* decisions that never reached the file */
     size_t stored;        /* decisions written */
     char host[256];
+    int64_t owner;        /* this handle's identity in the lease table
+                             (cf_db_owner_open): unique among this process's handles */
     int warnings;
     char last_warning[CF_DB_WARNING_MAX];
     bool warned_foreign, warned_unreadable, warned_read, warned_busy, warned_unstored;
@@ -98,9 +105,45 @@ int cf_db_exec(sqlite3 *conn, const char *sql);
 /* Wall-clock time in milliseconds since the Unix epoch. */
 int64_t cf_db_now_ms(void);
 
-/* True when a lease row (pid, host, expires_ms) still protects its key: unexpired, and
- * on this host its process still exists.  Our own process's leases count as not held
- * (a process may renew its own lease). */
-bool cf_db_lease_live(const cf_db *db, int64_t pid, const char *host, int64_t expires_ms);
+/* True when a lease row (pid, owner, host, expires_ms) still protects its key from
+ * this handle: unexpired, not this handle's own (a handle may renew its lease), and on
+ * this host held by a process that still exists and, in this process, by a handle that
+ * is still open.  So single flight holds between the contexts of one process as between
+ * processes; a killed process's or a closed handle's lease blocks nobody. */
+bool cf_db_lease_live(const cf_db *db, int64_t pid, int64_t owner, const char *host,
+                      int64_t expires_ms);
+
+/* A new lease owner identity for a handle of this process, registered as open until
+ * cf_db_owner_close; and whether an owner of this process is open.  Thread-safe. */
+int64_t cf_db_owner_open(void);
+void cf_db_owner_close(int64_t owner);
+bool cf_db_owner_is_open(int64_t owner);
+
+/* The schema version of a connection's file (PRAGMA user_version; 0 if unreadable). */
+int cf_db_schema_of(sqlite3 *conn);
+
+/* What to select for a record's budget on `conn`: the column, or NULL in a file of
+ * schema 1 (not migrated because it is only read). */
+const char *cf_db_budget_column(sqlite3 *conn);
+
+/* A row selected as cf_db_budget_column: the budget in milliseconds, 0 when unknown or
+ * out of range. */
+double cf_db_column_budget(sqlite3_stmt *st, int col);
+
+/* Encodes decision `d` of `key` as the row a store writes; frees a row. */
+convfind_status cf_db_row_make(const char *key, const cf_decision *d, cf_db_row *r);
+void cf_db_row_free(cf_db_row *r);
+
+/* The one INSERT OR REPLACE of a decision row (store and import), and one execution of
+ * it for row `r` stamped with environment, host and time.  SQLite codes, SQLITE_OK for
+ * a row written. */
+int cf_db_insert_prepare(sqlite3 *conn, sqlite3_stmt **ins);
+int cf_db_insert(sqlite3_stmt *ins, const cf_db_row *r, const cf_db_env *env, const char *host,
+                 int64_t time);
+
+/* The best record of a key compatible with `key` on `conn` (db_similar.c): same problem,
+ * same backend and ISA level, another CPU model or thread count.  Returns an SQLite
+ * code; *found says whether `out` (owned by the caller then) holds one. */
+int cf_db_similar_lookup(sqlite3 *conn, const char *key, cf_decision *out, bool *found);
 
 #endif /* CONVFIND_DB_INTERNAL_H */

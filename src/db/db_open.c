@@ -1,7 +1,8 @@
 /*
  * db_open.c - the cf_db handle: where the user database is (the location order of
- * DESIGN.md non-negotiable 7), opening and closing both tiers, warnings and the
- * accessors (see db.h).  What happens to the files themselves is db_file.c's.
+ * DESIGN.md non-negotiable 7), opening and closing both tiers, warnings, the handle's
+ * lease owner identity and the accessors (see db.h).  What happens to the files
+ * themselves is db_file.c's.
  */
 #include "db/db_internal.h"
 
@@ -41,6 +42,63 @@ int64_t cf_db_now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_REALTIME, &ts);
     return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* The lease owners of this process's open handles.  A lease names its owner as well as
+ * its process, so that two handles of one process (two contexts on one database) keep
+ * each other from measuring the same key, as two processes do, and a lease left behind
+ * by a closed handle blocks nobody. */
+static pthread_mutex_t owners_mu = PTHREAD_MUTEX_INITIALIZER;
+static int64_t *owners;
+static size_t n_owners, cap_owners;
+static int64_t next_owner;
+
+int64_t cf_db_owner_open(void)
+{
+    pthread_mutex_lock(&owners_mu);
+    if (next_owner == 0) {
+        /* Not 1, 2, ... in every process: a process that reuses a dead one's pid must
+         * not take that process's leases for its own handles'. */
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        next_owner = (((int64_t)ts.tv_nsec ^ ((int64_t)getpid() << 20)) & 0x3fffffffffff) + 1;
+    }
+    int64_t id = next_owner++;
+    if (n_owners == cap_owners) {
+        size_t cap = cap_owners ? 2 * cap_owners : 8;
+        int64_t *grown = realloc(owners, cap * sizeof *grown);
+        if (grown) {
+            owners = grown;
+            cap_owners = cap;
+        }
+    }
+    /* Unregistered for want of memory: its leases then protect only from other
+     * processes, which costs at most a second Find, never a wrong result. */
+    if (n_owners < cap_owners)
+        owners[n_owners++] = id;
+    pthread_mutex_unlock(&owners_mu);
+    return id;
+}
+
+void cf_db_owner_close(int64_t owner)
+{
+    pthread_mutex_lock(&owners_mu);
+    for (size_t i = 0; i < n_owners; i++)
+        if (owners[i] == owner) {
+            owners[i] = owners[--n_owners];
+            break;
+        }
+    pthread_mutex_unlock(&owners_mu);
+}
+
+bool cf_db_owner_is_open(int64_t owner)
+{
+    pthread_mutex_lock(&owners_mu);
+    bool open = false;
+    for (size_t i = 0; i < n_owners && !open; i++)
+        open = owners[i] == owner;
+    pthread_mutex_unlock(&owners_mu);
+    return open;
 }
 
 static char *join(const char *a, const char *b)
@@ -97,6 +155,7 @@ void cf_db_config_init(cf_db_config *config, const cf_fingerprint *host)
 
 static void free_handle(cf_db *db)
 {
+    cf_db_owner_close(db->owner);
     if (db->user)
         sqlite3_close_v2(db->user);
     if (db->sys)
@@ -145,6 +204,7 @@ convfind_status cf_db_open(const cf_db_config *config, cf_db **out)
     }
     db->cfg.path = db->path_copy;
     db->cfg.system_path = db->system_copy;
+    db->owner = cf_db_owner_open();
     if (gethostname(db->host, sizeof db->host - 1) != 0)
         snprintf(db->host, sizeof db->host, "unknown-host");
 
@@ -173,10 +233,11 @@ void cf_db_close(cf_db *db)
     cf_db_flush(db);
     if (db->user && db->writable) {
         sqlite3_stmt *st = NULL;
-        if (sqlite3_prepare_v2(db->user, "DELETE FROM leases WHERE pid=?1 AND host=?2", -1, &st,
-                               NULL) == SQLITE_OK) {
+        if (sqlite3_prepare_v2(db->user, "DELETE FROM leases WHERE pid=?1 AND owner=?2 AND "
+                               "host=?3", -1, &st, NULL) == SQLITE_OK) {
             sqlite3_bind_int64(st, 1, (sqlite3_int64)getpid());
-            sqlite3_bind_text(st, 2, db->host, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(st, 2, db->owner);
+            sqlite3_bind_text(st, 3, db->host, -1, SQLITE_STATIC);
             sqlite3_step(st);
         }
         sqlite3_finalize(st);

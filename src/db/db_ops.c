@@ -9,29 +9,33 @@
  * store after that, or cf_db_flush at the latest, writes them.  Nothing is ever
  * dropped without being counted in `unstored`.
  *
- * A lease row (key, pid, host, expires_ms) says "this process is benchmarking this
- * key".  It is taken and checked inside one write transaction, so two processes can
- * never both believe they hold it.  It stops protecting its key when it expires or,
- * on the same host, when its process no longer exists (kill(pid, 0) == ESRCH): a
- * process killed in the middle of a Find blocks nobody for long.
+ * A lease row (key, pid, owner, host, expires_ms) says "this handle of this process is
+ * measuring this key".  It is taken and checked inside one write transaction, so two
+ * handles can never both believe they hold it, whether they are in two processes or
+ * in one (two contexts on one database).  It stops protecting its key when it expires
+ * or, on the same host, when its process no longer exists (kill(pid, 0) == ESRCH) or,
+ * in this process, when its handle was closed: a process killed in the middle of a
+ * Find blocks nobody for long.
  */
 #include "db/db_internal.h"
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
 
-bool cf_db_lease_live(const cf_db *db, int64_t pid, const char *host, int64_t expires_ms)
+bool cf_db_lease_live(const cf_db *db, int64_t pid, int64_t owner, const char *host,
+                      int64_t expires_ms)
 {
     if (expires_ms <= cf_db_now_ms())
         return false;
     if (strcmp(host, db->host) != 0)
         return true; /* another host: only the expiry time can tell */
     if (pid == (int64_t)getpid())
-        return false;
+        return owner != db->owner && cf_db_owner_is_open(owner);
     return !(pid <= 0 || (kill((pid_t)pid, 0) != 0 && errno == ESRCH));
 }
 
@@ -49,11 +53,12 @@ static int tier_lookup(cf_db *db, sqlite3 *conn, void *varg)
     cf_decision_clear(&a->dec);
     a->found = a->exact = false;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(conn,
-                                "SELECT decision, library_version=?2 AND backend_versions=?3 AND "
-                                "device=?4 AS exact FROM decisions WHERE key=?1 "
-                                "ORDER BY exact DESC, created_at DESC",
-                                -1, &st, NULL);
+    char sql[256];
+    snprintf(sql, sizeof sql,
+             "SELECT decision, library_version=?2 AND backend_versions=?3 AND device=?4 AS "
+             "exact, %s FROM decisions WHERE key=?1 ORDER BY exact DESC, created_at DESC",
+             cf_db_budget_column(conn));
+    int rc = sqlite3_prepare_v2(conn, sql, -1, &st, NULL);
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_bind_text(st, 1, a->key, -1, SQLITE_STATIC);
@@ -72,6 +77,7 @@ static int tier_lookup(cf_db *db, sqlite3 *conn, void *varg)
         } else if (cf_db_load_decision(db, a->key, text, len, &a->dec) == CONVFIND_OK) {
             a->found = true;
             a->exact = sqlite3_column_int(st, 1) != 0;
+            a->dec.budget_ms = cf_db_column_budget(st, 2);
             rc = SQLITE_DONE;
             break;
         }
@@ -165,29 +171,11 @@ convfind_status cf_db_lookup(cf_db *db, const char *key, cf_decision *out, cf_db
 /* More pending decisions than this are not kept waiting: they count as unstored. */
 #define PENDING_MAX 4096
 
-static void row_free(cf_db_row *r)
-{
-    free(r->key);
-    free(r->algo);
-    free(r->json);
-    free(r->bad);
-}
-
 static void drop_pending(cf_db *db)
 {
     for (size_t i = 0; i < db->n_pending; i++)
-        row_free(&db->pending[i]);
+        cf_db_row_free(&db->pending[i]);
     db->n_pending = 0;
-}
-
-static int bind_env(sqlite3_stmt *st, int first, const cf_db_env *env)
-{
-    int rc = sqlite3_bind_text(st, first, env->library, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, first + 1, env->backends, -1, SQLITE_STATIC);
-    if (rc == SQLITE_OK)
-        rc = sqlite3_bind_text(st, first + 2, env->device, -1, SQLITE_STATIC);
-    return rc;
 }
 
 /* One write transaction for every pending decision: either every record lands or none
@@ -200,35 +188,24 @@ static int store_op(cf_db *db, sqlite3 *conn, void *varg)
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_stmt *ins = NULL, *del = NULL;
-    rc = sqlite3_prepare_v2(conn,
-                            "INSERT OR REPLACE INTO decisions(key, library_version, "
-                            "backend_versions, device, algo, decision, bad_candidates, host, "
-                            "created_at) VALUES(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                            -1, &ins, NULL);
+    rc = cf_db_insert_prepare(conn, &ins);
     if (rc == SQLITE_OK)
-        rc = sqlite3_prepare_v2(conn, "DELETE FROM leases WHERE key=?1 AND pid=?2 AND host=?3",
-                                -1, &del, NULL);
+        rc = sqlite3_prepare_v2(conn, "DELETE FROM leases WHERE key=?1 AND pid=?2 AND owner=?3 "
+                                "AND host=?4", -1, &del, NULL);
     int64_t now = cf_db_now_ms() / 1000;
     for (size_t i = 0; rc == SQLITE_OK && i < db->n_pending; i++) {
         const cf_db_row *r = &db->pending[i];
-        sqlite3_reset(ins);
-        sqlite3_bind_text(ins, 1, r->key, -1, SQLITE_STATIC);
-        bind_env(ins, 2, &db->cfg.env);
-        sqlite3_bind_text(ins, 5, r->algo, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 6, r->json, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 7, r->bad, -1, SQLITE_STATIC);
-        sqlite3_bind_text(ins, 8, db->host, -1, SQLITE_STATIC);
-        sqlite3_bind_int64(ins, 9, now);
-        rc = sqlite3_step(ins);
-        if (rc == SQLITE_DONE) {
+        rc = cf_db_insert(ins, r, &db->cfg.env, db->host, now);
+        if (rc == SQLITE_OK) {
             sqlite3_reset(del);
             sqlite3_bind_text(del, 1, r->key, -1, SQLITE_STATIC);
             sqlite3_bind_int64(del, 2, (sqlite3_int64)getpid());
-            sqlite3_bind_text(del, 3, db->host, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(del, 3, db->owner);
+            sqlite3_bind_text(del, 4, db->host, -1, SQLITE_STATIC);
             rc = sqlite3_step(del);
+            if (rc == SQLITE_DONE)
+                rc = SQLITE_OK;
         }
-        if (rc == SQLITE_DONE)
-            rc = SQLITE_OK;
     }
     sqlite3_finalize(ins);
     sqlite3_finalize(del);
@@ -285,22 +262,6 @@ static void write_pending(cf_db *db, bool final)
     drop_pending(db);
 }
 
-/* Encodes decision `d` of `key` as the row store_op writes. */
-static convfind_status make_row(const char *key, const cf_decision *d, cf_db_row *r)
-{
-    char bad[1024];
-    cf_db_bad_candidates(d, bad, sizeof bad);
-    memset(r, 0, sizeof *r);
-    r->key = strdup(key);
-    r->algo = strdup(d->algo);
-    r->json = cf_db_decision_to_json(d);
-    r->bad = strdup(bad);
-    if (r->key && r->algo && r->json && r->bad)
-        return CONVFIND_OK;
-    row_free(r);
-    return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot encode a decision");
-}
-
 convfind_status cf_db_store(cf_db *db, const char *const *keys, const cf_decision *decisions,
                             int n)
 {
@@ -320,8 +281,8 @@ convfind_status cf_db_store(cf_db *db, const char *const *keys, const cf_decisio
     convfind_status st = rows ? CONVFIND_OK
                               : cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot hold %d records", n);
     int made = 0;
-    while (st == CONVFIND_OK && made < n && (st = make_row(keys[made], &decisions[made],
-                                                           &rows[made])) == CONVFIND_OK)
+    while (st == CONVFIND_OK && made < n &&
+           (st = cf_db_row_make(keys[made], &decisions[made], &rows[made])) == CONVFIND_OK)
         made++;
     pthread_mutex_lock(&db->mu);
     cf_db_row *grown = st == CONVFIND_OK
@@ -338,7 +299,7 @@ convfind_status cf_db_store(cf_db *db, const char *const *keys, const cf_decisio
     pthread_mutex_unlock(&db->mu);
     if (st != CONVFIND_OK)
         for (int i = 0; i < made; i++)
-            row_free(&rows[i]);
+            cf_db_row_free(&rows[i]);
     free(rows);
     return st;
 }
@@ -367,29 +328,31 @@ static int lease_op(cf_db *db, sqlite3 *conn, void *varg)
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_stmt *sel = NULL, *put = NULL;
-    rc = sqlite3_prepare_v2(conn, "SELECT pid, host, expires_ms FROM leases WHERE key=?1", -1,
-                            &sel, NULL);
+    rc = sqlite3_prepare_v2(conn, "SELECT pid, owner, host, expires_ms FROM leases WHERE key=?1",
+                            -1, &sel, NULL);
     bool held = false;
     if (rc == SQLITE_OK) {
         sqlite3_bind_text(sel, 1, a->key, -1, SQLITE_STATIC);
         rc = sqlite3_step(sel);
         if (rc == SQLITE_ROW) {
-            const char *host = (const char *)sqlite3_column_text(sel, 1);
-            held = cf_db_lease_live(db, sqlite3_column_int64(sel, 0), host ? host : "",
-                                    sqlite3_column_int64(sel, 2));
+            const char *host = (const char *)sqlite3_column_text(sel, 2);
+            held = cf_db_lease_live(db, sqlite3_column_int64(sel, 0),
+                                    sqlite3_column_int64(sel, 1), host ? host : "",
+                                    sqlite3_column_int64(sel, 3));
             rc = SQLITE_DONE;
         }
         if (rc == SQLITE_DONE)
             rc = SQLITE_OK;
     }
     if (rc == SQLITE_OK && !held) {
-        rc = sqlite3_prepare_v2(conn, "INSERT OR REPLACE INTO leases(key, pid, host, expires_ms) "
-                                "VALUES(?1, ?2, ?3, ?4)", -1, &put, NULL);
+        rc = sqlite3_prepare_v2(conn, "INSERT OR REPLACE INTO leases(key, pid, owner, host, "
+                                "expires_ms) VALUES(?1, ?2, ?3, ?4, ?5)", -1, &put, NULL);
         if (rc == SQLITE_OK) {
             sqlite3_bind_text(put, 1, a->key, -1, SQLITE_STATIC);
             sqlite3_bind_int64(put, 2, (sqlite3_int64)getpid());
-            sqlite3_bind_text(put, 3, db->host, -1, SQLITE_STATIC);
-            sqlite3_bind_int64(put, 4, cf_db_now_ms() + db->cfg.lease_ms);
+            sqlite3_bind_int64(put, 3, db->owner);
+            sqlite3_bind_text(put, 4, db->host, -1, SQLITE_STATIC);
+            sqlite3_bind_int64(put, 5, cf_db_now_ms() + db->cfg.lease_ms);
             rc = sqlite3_step(put);
             if (rc == SQLITE_DONE)
                 rc = SQLITE_OK;
@@ -434,12 +397,13 @@ convfind_status cf_db_lease_acquire(cf_db *db, const char *key, bool *acquired)
 static int release_op(cf_db *db, sqlite3 *conn, void *varg)
 {
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(conn, "DELETE FROM leases WHERE key=?1 AND pid=?2 AND host=?3",
-                                -1, &st, NULL);
+    int rc = sqlite3_prepare_v2(conn, "DELETE FROM leases WHERE key=?1 AND pid=?2 AND owner=?3 "
+                                "AND host=?4", -1, &st, NULL);
     if (rc == SQLITE_OK) {
         sqlite3_bind_text(st, 1, (const char *)varg, -1, SQLITE_STATIC);
         sqlite3_bind_int64(st, 2, (sqlite3_int64)getpid());
-        sqlite3_bind_text(st, 3, db->host, -1, SQLITE_STATIC);
+        sqlite3_bind_int64(st, 3, db->owner);
+        sqlite3_bind_text(st, 4, db->host, -1, SQLITE_STATIC);
         rc = sqlite3_step(st);
     }
     sqlite3_finalize(st);
@@ -469,40 +433,75 @@ static void sleep_ms(int ms)
         continue;
 }
 
-cf_db_action cf_db_begin(cf_db *db, const char *key, int wait_ms, cf_decision *out)
+/* A record of a compatible key (db_similar.c), user tier first; not under IGNORE, which
+ * uses no record measured elsewhere. */
+static bool similar_locked(cf_db *db, const char *key, cf_decision *out)
+{
+    if (db->cfg.env_policy == CONVFIND_DB_ENV_IGNORE)
+        return false;
+    bool found = false;
+    int rc = cf_db_similar_lookup(db->user, key, out, &found);
+    if (rc != SQLITE_OK && rc != SQLITE_DONE)
+        read_failed(db, db->file ? db->file : "the database", rc);
+    if (!found && db->sys)
+        cf_db_similar_lookup(db->sys, key, out, &found);
+    return found;
+}
+
+static bool usable(const cf_db_request *req, const cf_decision *d)
+{
+    return !req->usable || req->usable(d, req->usable_arg);
+}
+
+cf_db_action cf_db_begin(cf_db *db, const char *key, const cf_db_request *req, cf_decision *out)
 {
     memset(out, 0, sizeof *out);
-    if (!db || !key)
+    if (!db || !key || !req)
         return CF_DB_ACTION_BENCHMARK;
-    int64_t deadline = cf_db_now_ms() + (wait_ms > 0 ? wait_ms : 0);
+    int64_t deadline = cf_db_now_ms() + (req->wait_ms > 0 ? req->wait_ms : 0);
     int step = 5;
     /* The lock is dropped while sleeping so this process's other threads (other keys)
      * are not held up by one key's wait. */
     for (;;) {
         pthread_mutex_lock(&db->mu);
         cf_db_found found = lookup_locked(db, key, out);
-        bool mine = found != CF_DB_HIT && acquire_locked(db, key);
+        if (found == CF_DB_HIT && usable(req, out)) {
+            pthread_mutex_unlock(&db->mu);
+            return CF_DB_ACTION_USE;
+        }
+        bool similar = found == CF_DB_MISS && req->similar && similar_locked(db, key, out);
+        bool mine = acquire_locked(db, key);
         if (mine) {
             /* The holder may have stored and released between our lookup and our
              * acquire; look again so that the key is not measured twice. */
             cf_decision again;
             memset(&again, 0, sizeof again);
             if (lookup_locked(db, key, &again) == CF_DB_HIT) {
-                release_locked(db, key);
                 cf_decision_clear(out);
                 *out = again;
                 found = CF_DB_HIT;
+                similar = false;
+                if (usable(req, out)) {
+                    release_locked(db, key);
+                    pthread_mutex_unlock(&db->mu);
+                    return CF_DB_ACTION_USE;
+                }
             } else {
                 cf_decision_clear(&again);
             }
         }
         pthread_mutex_unlock(&db->mu);
-        if (found == CF_DB_HIT)
-            return CF_DB_ACTION_USE;
         if (mine)
-            return found == CF_DB_FOREIGN ? CF_DB_ACTION_RETUNE : CF_DB_ACTION_BENCHMARK;
-        cf_decision_clear(out);
+            return found == CF_DB_HIT       ? CF_DB_ACTION_RETIME
+                   : found == CF_DB_FOREIGN ? CF_DB_ACTION_RETUNE
+                   : similar                ? CF_DB_ACTION_SEED
+                                            : CF_DB_ACTION_BENCHMARK;
         int64_t left = deadline - cf_db_now_ms();
+        /* Past the wait, a stored decision that is merely not good enough beats the
+         * heuristic choice. */
+        if (left <= 0 && found == CF_DB_HIT)
+            return CF_DB_ACTION_USE;
+        cf_decision_clear(out);
         if (left <= 0)
             return CF_DB_ACTION_HEURISTIC;
         sleep_ms(step < left ? step : (int)left);

@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "decision/confidence.h"
 #include "decision/json.h"
 #include "problem/key.h"
 #include "util/error.h"
@@ -123,6 +124,18 @@ char *cf_db_record_to_jsonl(const cf_db_record *r)
     cf_strbuf_append_quoted(&b, r->env.device);
     cf_strbuf_append(&b, "},\"decision\":");
     decision_json(&b, &r->decision);
+    cf_confidence c;
+    cf_decision_confidence(&r->decision, &c);
+    cf_strbuf_append(&b, ",\"measured\":{\"budget_ms\":");
+    if (r->decision.budget_ms > 0)
+        cf_strbuf_printf(&b, "%.17g", r->decision.budget_ms);
+    else
+        cf_strbuf_append(&b, "null");
+    cf_strbuf_printf(&b, ",\"spread\":%.17g,\"margin\":", c.spread);
+    if (c.runner_up)
+        cf_strbuf_printf(&b, "%.17g}", c.margin);
+    else
+        cf_strbuf_append(&b, "null}");
     cf_strbuf_append(&b, ",\"provenance\":{\"host\":");
     cf_strbuf_append_quoted(&b, r->host);
     cf_strbuf_printf(&b, ",\"time\":%lld}}", (long long)r->time);
@@ -279,6 +292,38 @@ convfind_status cf_db_check_key(const char *key)
     return CONVFIND_OK;
 }
 
+/* A number member that may be null (unknown) or absent: *out is then 0. */
+static convfind_status get_optional(const cf_json *obj, const char *name, double lo, double hi,
+                                    double *out)
+{
+    const cf_json *v = cf_json_get(obj, name);
+    *out = 0;
+    return !v || v->type == CF_JSON_NULL ? CONVFIND_OK : get_number(obj, name, lo, hi, false, out);
+}
+
+/* The optional "measured" member: the budget; spread and margin are checked, but what
+ * counts is what the candidates say. */
+static convfind_status measured_from(const cf_json *m, double *budget_ms)
+{
+    *budget_ms = 0;
+    if (!m)
+        return CONVFIND_OK;
+    if (m->type != CF_JSON_OBJECT)
+        return cf_fail(CONVFIND_ERR_IO, "record field \"measured\" is not an object");
+    double unused;
+    convfind_status st = get_optional(m, "budget_ms", 0, CF_DB_BUDGET_MAX_MS, budget_ms);
+    if (st == CONVFIND_OK)
+        st = get_optional(m, "spread", 0, 1e12, &unused);
+    if (st == CONVFIND_OK)
+        st = get_optional(m, "margin", -1, 1e12, &unused);
+    if (st != CONVFIND_OK) {
+        char why[200];
+        snprintf(why, sizeof why, "%s", convfind_last_error());
+        st = cf_fail(st, "record field \"measured\": %s", why);
+    }
+    return st;
+}
+
 static convfind_status record_from(const cf_json *root, cf_db_record *out)
 {
     if (root->type != CF_JSON_OBJECT)
@@ -307,8 +352,11 @@ static convfind_status record_from(const cf_json *root, cf_db_record *out)
         (st = get_number(prov, "time", 0, 1e15, true, &t)))
         return st;
     out->time = (int64_t)t;
-    if ((st = decision_from(cf_json_get(root, "decision"), &out->decision)) != CONVFIND_OK)
+    double budget = 0;
+    if ((st = measured_from(cf_json_get(root, "measured"), &budget)) != CONVFIND_OK ||
+        (st = decision_from(cf_json_get(root, "decision"), &out->decision)) != CONVFIND_OK)
         return st;
+    out->decision.budget_ms = budget;
     out->key = strdup(key->string);
     if (!out->key)
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot copy a key");

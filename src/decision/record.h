@@ -20,6 +20,7 @@
 #define CF_DB_KEY_MAX 4096       /* longest canonical key text accepted, bytes */
 #define CF_DB_MAX_CANDIDATES 1024
 #define CF_DB_FORMAT "convfind-db-record/1" /* the "format" member of an exported line */
+#define CF_DB_BUDGET_MAX_MS 1e9  /* largest Find budget a record may claim (11.6 days) */
 
 /* The environment a decision was measured in.  A record is used as-is only when all
  * three strings equal the current ones (DESIGN.md non-negotiable 7). */
@@ -64,11 +65,15 @@ char *cf_db_decision_to_json(const cf_decision *d);
 convfind_status cf_db_decision_from_json(const char *text, size_t len, cf_decision *out);
 
 /* One JSON Lines line (no trailing newline) for export; malloc'd, NULL when out of
- * memory. */
+ * memory.  Its "measured" member says how the decision was measured: the budget (null
+ * when unknown), and the choice's spread and margin to the runner-up (null without
+ * one), which follow from the candidates and are written for readers. */
 char *cf_db_record_to_jsonl(const cf_db_record *r);
 
 /* Parses and checks one exported line.  On failure returns CONVFIND_ERR_IO with a
- * message naming the field, and `out` is empty. */
+ * message naming the field, and `out` is empty.  A line without "measured" (written
+ * before it existed) has an unknown budget; spread and margin are checked but taken
+ * from the candidates. */
 convfind_status cf_db_record_from_jsonl(const char *line, size_t len, cf_db_record *out);
 
 /* Checks canonical key text as stored: non-empty, at most CF_DB_KEY_MAX bytes,

@@ -100,7 +100,6 @@ static inline void fx_key(int i, char *buf, size_t size)
     snprintf(buf, size, "v1;test;conv;f32;nchw;n=1;c=%d;h=8;w=8;m=4;k=3x3", i);
 }
 
-/* A quiet config for `path` with a fixed environment ("test-env"). */
 /* convfind_read_fn and convfind_write_fn over a FILE *. */
 static inline long fx_file_read(void *f, void *buf, size_t size)
 {
@@ -113,7 +112,9 @@ static inline int fx_file_write(void *f, const void *data, size_t size)
     return fwrite(data, 1, size, f) == size ? 0 : -1;
 }
 
-static inline cf_db_config fx_config(const char *path)
+/* A quiet config for `path` in the environment this host's contexts record their
+ * decisions in, so that what a test stores or reads is what a context does. */
+static inline cf_db_config fx_host_config(const char *path)
 {
     cf_fingerprint host;
     cf_host_fingerprint(1, 0, &host);
@@ -121,8 +122,45 @@ static inline cf_db_config fx_config(const char *path)
     cf_db_config_init(&c, &host);
     c.path = path;
     c.quiet = true;
+    return c;
+}
+
+/* A small problem every CPU algorithm family for 3x3 convolutions takes: X 1x4x8x8,
+ * W 8x4x3x3, pads 1.  NULL if it cannot be created (which no test expects). */
+static inline convfind_problem *fx_small_problem(void)
+{
+    convfind_conv_desc d;
+    convfind_conv_desc_init(&d);
+    d.x_rank = d.w_rank = 4;
+    const int64_t x[4] = {1, 4, 8, 8}, w[4] = {8, 4, 3, 3};
+    memcpy(d.x_dims, x, sizeof x);
+    memcpy(d.w_dims, w, sizeof w);
+    d.pads = (convfind_ints){4, {1, 1, 1, 1}};
+    convfind_problem *p = NULL;
+    return convfind_problem_create(&d, &p) == CONVFIND_OK ? p : NULL;
+}
+
+/* A quiet config for `path` with a fixed environment ("test-env"). */
+static inline cf_db_config fx_config(const char *path)
+{
+    cf_db_config c = fx_host_config(path);
     snprintf(c.env.device, sizeof c.env.device, "test-device");
     return c;
+}
+
+/* Looks `key` up in the database at `path` as a context of this host would: what it
+ * finds, the decision in `out` (the caller clears it).  CF_DB_MISS also when the file
+ * cannot be opened. */
+static inline cf_db_found fx_lookup_at(const char *path, const char *key, cf_decision *out)
+{
+    cf_db_config c = fx_host_config(path);
+    cf_db *db = NULL;
+    cf_db_found found = CF_DB_MISS;
+    memset(out, 0, sizeof *out);
+    if (cf_db_open(&c, &db) == CONVFIND_OK && cf_db_lookup(db, key, out, &found) != CONVFIND_OK)
+        found = CF_DB_MISS;
+    cf_db_close(db);
+    return found;
 }
 
 #endif /* CONVFIND_TEST_DB_FIXTURE_H */

@@ -42,7 +42,8 @@ static int worker(const char *path, int w, int fd, int go)
             char key[128];
             fx_key(i, key, sizeof key);
             cf_decision d;
-            cf_db_action a = cf_db_begin(db, key, 10000, &d);
+            cf_db_action a =
+                cf_db_begin(db, key, &(cf_db_request){.wait_ms = 10000}, &d);
             if (a == CF_DB_ACTION_BENCHMARK) {
                 cf_decision_clear(&d);
                 struct timespec ts = {0, 3 * 1000000L};

@@ -1,7 +1,10 @@
 """test_cli_db.py - end-to-end tests of `convfind tune` and `convfind db`.
 
 Tiny problems and a short Find budget keep it fast.  Checks the exact last line of
-`tune`, that a second run measures nothing, the three problem-file formats (the
+`tune`, that a second run measures nothing (exhaustive neither; --retune everything),
+that a decision of low confidence is re-timed by a tune with a larger budget (issue 16:
+conv1), that another thread count's records seed a re-time, how `db show` reports how a
+decision was measured, the three problem-file formats (the
 key=value problem list, the CSV shorthand, MIOpenDriver lines), .onnx models through a
 stand-in `convfind.onnx` module, --json and --progress, options on either side of the
 positional arguments, every `db` subcommand, and that bad input gives a non-zero exit
@@ -15,8 +18,8 @@ import subprocess
 import pytest
 
 CLI = os.environ.get("CONVFIND_CLI", "")
-LAST = re.compile(r"^tuned=(\d+) failed=(\d+) finds=(\d+) db_hits=(\d+) unstored=(\d+) "
-                  r"seconds=\d+\.\d\d$")
+LAST = re.compile(r"^tuned=(\d+) failed=(\d+) finds=(\d+) db_hits=(\d+) seeded=(\d+) "
+                  r"unstored=(\d+) seconds=\d+\.\d\d$")
 
 CSV = """name,count,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group
 a_3x3,2,1,4,8,8,8,3,3,1,1,1,1,1,1,1
@@ -51,14 +54,19 @@ def lists(tmp_path):
     return tmp_path / "p.csv", tmp_path / "m.txt"
 
 
-def last_line(r):
-    """(tuned, finds, db_hits) of tune's last line, which must report no failure and
-    nothing unstored."""
+def summary(r):
+    """(tuned, finds, db_hits, seeded) of tune's last line, which must report no failure
+    and nothing unstored."""
     m = LAST.match(r.stdout.rstrip("\n").split("\n")[-1])
     assert m, r.stdout
-    tuned, failed, finds, hits, unstored = (int(g) for g in m.groups())
+    tuned, failed, finds, hits, seeded, unstored = (int(g) for g in m.groups())
     assert failed == 0 and unstored == 0, r.stdout
-    return tuned, finds, hits
+    return tuned, finds, hits, seeded
+
+
+def last_line(r):
+    """(tuned, finds, db_hits) of tune's last line (see summary)."""
+    return summary(r)[:3]
 
 
 def test_second_tune_measures_nothing(cli, tmp_path, lists):
@@ -71,8 +79,77 @@ def test_second_tune_measures_nothing(cli, tmp_path, lists):
     assert r.returncode == 0, r.stderr
     assert last_line(r) == (5, 0, 5)
     assert "measured" not in r.stdout
+    # Exhaustive uses stored decisions too (as MIOpen's find-db does); --retune measures
+    # on purpose, under either policy, and replaces what is stored.
     r = run(cli, tmp_path, "tune", "--policy", "exhaustive", "--budget-ms", "20", lists[0])
+    assert last_line(r) == (3, 0, 3)
+    r = run(cli, tmp_path, "tune", "--retune", "--budget-ms", "20", lists[0])
     assert last_line(r) == (3, 3, 0)
+    r = run(cli, tmp_path, "tune", "--policy", "exhaustive", "--retune", "--budget-ms", "20",
+            lists[0], "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["finds"], out["db_hits"], out["seeded"]) == (3, 0, 0)
+    assert {p["source"] for p in out["problems"]} == {"measured"}
+
+
+CONV1 = CSV.splitlines()[0] + "\nconv1,1,1,3,224,224,64,7,7,3,3,2,2,1,1,1\n"
+
+
+def shown(cli, tmp_path, key):
+    """`db show KEY --json`'s only record."""
+    out = json.loads(run(cli, tmp_path, "db", "show", key, "--json").stdout)
+    assert len(out["records"]) == 1
+    return out["records"][0]
+
+
+def test_low_confidence_is_retimed_with_a_larger_budget(cli, tmp_path):
+    """Issue 16: `tune --budget-ms 50` stored ResNet-50's conv1 -> cpu.direct_blocked at
+    12 ms where cpu.direct_small_c takes 1.3 ms, because the budget was spent before the
+    faster candidates ran, and later tunes kept it forever.  A 1 ms budget makes that
+    certain on any machine (the heuristic choice is timed past the budget, nothing
+    else); the next tune with the default budget measures it again."""
+    (tmp_path / "conv1.csv").write_text(CONV1)
+    r = run(cli, tmp_path, "tune", "--budget-ms", "1", "--threads", "1", tmp_path / "conv1.csv")
+    assert summary(r) == (1, 1, 0, 0)
+    key = run(cli, tmp_path, "db", "list").stdout.split("\t")[0]
+    m = shown(cli, tmp_path, key)["measured"]
+    assert m["budget_ms"] == 1 and m["confidence"] == "low", m
+    assert "candidates untimed" in m["reasons"] and m["untimed"] >= 1
+    r = run(cli, tmp_path, "db", "show", key)
+    assert "find:      budget 1 ms, spread" in r.stdout and "candidates untimed" in r.stdout
+    # The same budget again would spend it the same way: kept.
+    r = run(cli, tmp_path, "tune", "--budget-ms", "1", "--threads", "1", tmp_path / "conv1.csv")
+    assert summary(r) == (1, 0, 1, 0)
+    r = run(cli, tmp_path, "tune", "--threads", "1", tmp_path / "conv1.csv")
+    assert summary(r) == (1, 1, 0, 0)
+    assert "measured" in r.stdout
+    record = shown(cli, tmp_path, key)
+    assert record["measured"]["budget_ms"] == 1000, record
+    fast = [c for c in record["candidates"]
+            if c["algo"] != "cpu.reference" and c["status"] != "not_applicable"]
+    assert len(fast) == 3 and all(c["repeats"] > 0 for c in fast), record
+    # Measured with the default budget now: the next default tune keeps it.
+    r = run(cli, tmp_path, "tune", "--threads", "1", tmp_path / "conv1.csv")
+    assert summary(r) == (1, 0, 1, 0)
+
+
+def test_other_thread_count_seeds(cli, tmp_path, lists):
+    r = run(cli, tmp_path, "tune", "--threads", "2", "--budget-ms", "20", lists[0])
+    assert summary(r) == (3, 3, 0, 0)
+    # One thread: a new key per problem, each seeded by its two-thread record.
+    r = run(cli, tmp_path, "tune", "--threads", "1", "--budget-ms", "20", lists[0], "--json")
+    assert r.returncode == 0, r.stderr
+    out = json.loads(r.stdout)
+    assert (out["finds"], out["db_hits"], out["seeded"]) == (3, 0, 3)
+    # Exhaustive never seeds: a full Find for each.
+    r = run(cli, tmp_path, "tune", "--threads", "3", "--budget-ms", "20", "--policy",
+            "exhaustive", lists[0])
+    assert summary(r) == (3, 3, 0, 0)
+    # Only the same problem seeds: the MIOpenDriver list repeats a_3x3 (stored for one
+    # thread by now) and adds a problem no record has.
+    r = run(cli, tmp_path, "tune", "--threads", "1", "--budget-ms", "20", lists[1])
+    assert summary(r) == (2, 1, 1, 0)
 
 
 def test_csv_without_count(cli, tmp_path):

@@ -1,7 +1,8 @@
 /*
  * test_db.c - the find-db in one process: store and lookup across reopen, batches,
  * tiers, environment mismatch policies, the location order and unusable locations, a
- * busy database, read-only inspection, leases (including a dead holder), export/import
+ * busy database, read-only inspection, leases (including a dead holder, and two handles
+ * of one process), export/import
  * with bounded lines, prune and verify, unusable system tiers.
  */
 #include <setjmp.h>
@@ -512,7 +513,7 @@ static void leases_exclude_and_expire(void **state)
     if (pid == 0) {
         cf_db *c = open_at(path);
         cf_decision d;
-        cf_db_action a = cf_db_begin(c, key, 50, &d);
+        cf_db_action a = cf_db_begin(c, key, &(cf_db_request){.wait_ms = 50}, &d);
         bool ok = a == CF_DB_ACTION_HEURISTIC && d.candidates == NULL;
         char other[128];
         fx_key(2, other, sizeof other);
@@ -531,8 +532,9 @@ static void leases_exclude_and_expire(void **state)
 
     /* Expiry: a lease of another host counts until its time runs out. */
     sqlite3_stmt *st = NULL;
-    assert_int_equal(sqlite3_prepare_v2(db->user, "INSERT OR REPLACE INTO leases VALUES(?1, 1, "
-                                        "'elsewhere', ?2)", -1, &st, NULL), SQLITE_OK);
+    assert_int_equal(sqlite3_prepare_v2(db->user, "INSERT OR REPLACE INTO leases(key, pid, host, "
+                                        "expires_ms) VALUES(?1, 1, 'elsewhere', ?2)", -1, &st,
+                                        NULL), SQLITE_OK);
     fx_key(3, key, sizeof key);
     sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
     sqlite3_bind_int64(st, 2, cf_db_now_ms() + 60000);
@@ -559,7 +561,8 @@ static void leases_exclude_and_expire(void **state)
     cf_db_stats s;
     assert_int_equal(cf_db_get_stats(db, &s), CONVFIND_OK);
     assert_int_equal(s.leases, 3); /* keys 2, 3 (other host) and 4 */
-    assert_int_equal(cf_db_begin(db, key, 0, &d), CF_DB_ACTION_USE);
+    assert_int_equal(cf_db_begin(db, key, &(cf_db_request){.wait_ms = 0}, &d),
+                     CF_DB_ACTION_USE);
     assert_string_equal(d.algo, "algo61_0");
     cf_decision_clear(&d);
     cf_db_close(db); /* releases this process's leases */
@@ -567,6 +570,55 @@ static void leases_exclude_and_expire(void **state)
     assert_int_equal(cf_db_get_stats(db, &s), CONVFIND_OK);
     assert_int_equal(s.leases, 1); /* only the other host's */
     cf_db_close(db);
+}
+
+/* Issue 16, defect 9: two handles of one process on one database (two contexts) keep
+ * each other from measuring one key, as two processes do; the lease of a handle that
+ * was closed, or of an owner this process does not have open, blocks nobody. */
+static void leases_name_their_handle(void **state)
+{
+    (void)state;
+    char path[300], key[128];
+    path_in_dir("owners.sqlite", path, sizeof path);
+    fx_key(1, key, sizeof key);
+    cf_db *a = open_at(path), *b = open_at(path);
+    bool got = false;
+    assert_int_equal(cf_db_lease_acquire(a, key, &got), CONVFIND_OK);
+    assert_true(got);
+    assert_int_equal(cf_db_lease_acquire(b, key, &got), CONVFIND_OK);
+    assert_false(got); /* the same process, another handle: held */
+    assert_int_equal(cf_db_lease_acquire(a, key, &got), CONVFIND_OK);
+    assert_true(got); /* a handle renews its own */
+    cf_decision d;
+    assert_int_equal(cf_db_begin(b, key, &(cf_db_request){.wait_ms = 30}, &d),
+                     CF_DB_ACTION_HEURISTIC);
+    /* What the holder stores ends the wait of the other handle. */
+    cf_decision stored = fx_decision(5, 2);
+    cf_db_finish(a, key, &stored);
+    cf_decision_clear(&stored);
+    assert_int_equal(cf_db_begin(b, key, &(cf_db_request){.wait_ms = 0}, &d), CF_DB_ACTION_USE);
+    assert_string_equal(d.algo, "algo5_0");
+    cf_decision_clear(&d);
+
+    /* A handle closed while its lease could not be deleted: not live for this process. */
+    fx_key(2, key, sizeof key);
+    assert_int_equal(cf_db_lease_acquire(a, key, &got), CONVFIND_OK);
+    assert_true(got);
+    sqlite3_stmt *st = NULL;
+    assert_int_equal(sqlite3_prepare_v2(b->user, "UPDATE leases SET owner=owner+1000000 WHERE "
+                                        "key=?1", -1, &st, NULL), SQLITE_OK);
+    sqlite3_bind_text(st, 1, key, -1, SQLITE_TRANSIENT);
+    assert_int_equal(sqlite3_step(st), SQLITE_DONE);
+    sqlite3_finalize(st);
+    assert_int_equal(cf_db_lease_acquire(b, key, &got), CONVFIND_OK);
+    assert_true(got); /* this pid, but no open handle of this process owns it */
+    fx_key(3, key, sizeof key);
+    assert_int_equal(cf_db_lease_acquire(a, key, &got), CONVFIND_OK);
+    assert_true(got);
+    cf_db_close(a);
+    assert_int_equal(cf_db_lease_acquire(b, key, &got), CONVFIND_OK);
+    assert_true(got); /* closing released it */
+    cf_db_close(b);
 }
 
 static void export_import_round_trip(void **state)
@@ -705,6 +757,7 @@ int main(void)
         cmocka_unit_test(import_reads_bounded_lines),
         cmocka_unit_test(unusable_system_tier),
         cmocka_unit_test(leases_exclude_and_expire),
+        cmocka_unit_test(leases_name_their_handle),
         cmocka_unit_test(export_import_round_trip),
         cmocka_unit_test(unreadable_rows_are_skipped_and_reported),
         cmocka_unit_test(threads_share_one_handle),

@@ -258,7 +258,8 @@ static void damage_found_during_a_query(void **state)
     for (long i = size / 2; i < size; i++)
         fputc((int)(i * 7919 % 251), f);
     fclose(f);
-    raw_exec(path, "INSERT INTO leases VALUES('other', 1, 'elsewhere', 0)");
+    raw_exec(path, "INSERT INTO leases(key, pid, host, expires_ms) VALUES('other', 1, "
+                   "'elsewhere', 0)");
 
     int misses = 0;
     for (int i = 0; i < 200; i++) {

@@ -16,15 +16,8 @@
 
 static convfind_problem *small_problem(void)
 {
-    convfind_conv_desc d;
-    convfind_conv_desc_init(&d);
-    d.x_rank = d.w_rank = 4;
-    const int64_t x[4] = {1, 4, 8, 8}, w[4] = {8, 4, 3, 3};
-    memcpy(d.x_dims, x, sizeof x);
-    memcpy(d.w_dims, w, sizeof w);
-    d.pads = (convfind_ints){4, {1, 1, 1, 1}};
-    convfind_problem *p = NULL;
-    assert_int_equal(convfind_problem_create(&d, &p), CONVFIND_OK);
+    convfind_problem *p = fx_small_problem();
+    assert_non_null(p);
     return p;
 }
 
@@ -45,12 +38,7 @@ static convfind_context *context(const char *path, convfind_db_env_policy policy
  * candidates are the reference and im2col. */
 static void store_foreign(const char *path, const char *key)
 {
-    cf_fingerprint host;
-    assert_int_equal(cf_host_fingerprint(1, 0, &host), CONVFIND_OK);
-    cf_db_config c;
-    cf_db_config_init(&c, &host);
-    c.path = path;
-    c.quiet = true;
+    cf_db_config c = fx_host_config(path);
     snprintf(c.env.library, sizeof c.env.library, "0.0.1-old");
     cf_db *db = NULL;
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
@@ -81,19 +69,8 @@ static cf_decision plan_and_read_back(const char *path, convfind_db_env_policy p
     convfind_problem_destroy(p);
     convfind_context_destroy(ctx);
 
-    cf_fingerprint host;
-    assert_int_equal(cf_host_fingerprint(1, 0, &host), CONVFIND_OK);
-    cf_db_config c;
-    cf_db_config_init(&c, &host);
-    c.path = path;
-    c.quiet = true;
-    cf_db *db = NULL;
-    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     cf_decision d;
-    cf_db_found found;
-    assert_int_equal(cf_db_lookup(db, key, &d, &found), CONVFIND_OK);
-    assert_int_equal(found, CF_DB_HIT);
-    cf_db_close(db);
+    assert_int_equal(fx_lookup_at(path, key, &d), CF_DB_HIT);
     return d;
 }
 
