@@ -9,7 +9,7 @@ convolution on numpy arrays.  Reusable by any test or script:
 
     lib = Library(os.environ["CONVFIND_LIB"])
     with lib.context(num_threads=1) as ctx:
-        y = lib.conv(ctx, "Conv", x, w, attrs={"pads": [1, 1, 1, 1]})
+        y, algorithm, key = lib.conv(ctx, "Conv", x, w, attrs={"pads": [1, 1, 1, 1]})
 """
 
 import ctypes
@@ -53,6 +53,7 @@ ACTIVATIONS = {
 }
 FIND_POLICIES = {"default": 0, "heuristic": 1, "exhaustive": 2, "hybrid": 3, "replay": 4,
                  "deferred": 5}
+MATHS = {"strict": 0, "tf32": 1, "split_tf32": 2}
 
 
 class Ints(ctypes.Structure):
@@ -138,8 +139,21 @@ class Tensors(ctypes.Structure):
     ]
 
 
+class PlanInfo(ctypes.Structure):
+    """convfind_plan_info"""
+
+    _fields_ = [
+        ("algorithm", ctypes.c_char_p),
+        ("key", ctypes.c_char_p),
+        ("key_hash", ctypes.c_uint64),
+        ("source", ctypes.c_int),
+        ("provisional", ctypes.c_int),
+    ]
+
+
 # Every mirrored struct: C name -> ctypes class (checked against the header by tests).
 MIRRORED = {
+    "convfind_plan_info": PlanInfo,
     "convfind_ints": Ints,
     "convfind_conv_desc": ConvDesc,
     "convfind_context_options": ContextOptions,
@@ -171,7 +185,8 @@ def _ints(values):
 
 
 def make_desc(op, x_dims, w_dims, attrs=None, layout="NCHW", has_bias=False,
-              has_residual=False, activation="none", alpha=0.0, beta=0.0, dtype="f32"):
+              has_residual=False, activation="none", alpha=0.0, beta=0.0, dtype="f32",
+              math="strict"):
     """A ConvDesc from ONNX-style arguments.
 
     x_dims and w_dims are logical ONNX dims (N, C, spatial...) whatever the layout.
@@ -184,7 +199,7 @@ def make_desc(op, x_dims, w_dims, attrs=None, layout="NCHW", has_bias=False,
     d.op = OPS.get(op, op)
     d.dtype = DTYPES.get(dtype, dtype)
     d.layout = LAYOUTS.get(layout, layout)
-    d.math_mode = 0
+    d.math_mode = MATHS.get(math, math)
     d.x_rank = len(x_dims)
     for i, v in enumerate(x_dims):
         d.x_dims[i] = int(v)
@@ -238,7 +253,7 @@ class Library:
             "convfind_plan_create_with_algorithm": (st, [vp, vp, ctypes.c_char_p,
                                                          ctypes.POINTER(vp)]),
             "convfind_plan_destroy": (None, [vp]),
-            "convfind_plan_algorithm": (ctypes.c_char_p, [vp]),
+            "convfind_plan_get_info": (st, [vp, ctypes.POINTER(PlanInfo)]),
             "convfind_execute": (st, [vp, ctypes.POINTER(Tensors)]),
             "convfind_algorithm_count": (ctypes.c_int, []),
             "convfind_algorithm_name": (ctypes.c_char_p, [ctypes.c_int]),
@@ -267,8 +282,9 @@ class Library:
         return Problem(self, desc)
 
     def conv(self, ctx, op, x, w, b=None, z=None, attrs=None, layout="NCHW",
-             activation="none", alpha=0.0, beta=0.0, algo=None):
-        """Runs one convolution and returns (y, algorithm name).
+             activation="none", alpha=0.0, beta=0.0, algo=None, math="strict"):
+        """Runs one convolution and returns (y, algorithm name, the plan's key text: its
+        last field names the ISA level the CPU kernels ran at).
 
         x, z and the returned y are stored in `layout` (for NHWC: N, spatial..., C);
         w is in ONNX layout; b is 1-D.  Raises ConvfindError on any failure, including
@@ -277,7 +293,7 @@ class Library:
         w = np.ascontiguousarray(w, dtype=np.float32)
         x_dims = x.shape if layout == "NCHW" else (x.shape[0], x.shape[-1], *x.shape[1:-1])
         desc = make_desc(op, x_dims, w.shape, attrs, layout, b is not None, z is not None,
-                         activation, alpha, beta)
+                         activation, alpha, beta, math=math)
         with self.problem(desc) as p, ctx.plan(p, algo) as plan:
             dims = p.output_dims()
             shape = dims if layout == "NCHW" else (dims[0], *dims[2:], dims[1])
@@ -291,7 +307,7 @@ class Library:
                     raise ValueError(f"residual shape {z.shape}, expected {shape}")
             y = np.empty(shape, dtype=np.float32)
             plan.execute(x, w, b, z, y)
-            return y, plan.algorithm
+            return y, plan.algorithm, plan.key
 
 
 class Context:
@@ -378,7 +394,11 @@ class Plan:
             st = dll.convfind_plan_create_with_algorithm(ctx.handle, problem.handle,
                                                          algo.encode(), ctypes.byref(self.handle))
             self.lib.check("convfind_plan_create_with_algorithm", st)
-        self.algorithm = dll.convfind_plan_algorithm(self.handle).decode()
+        info = PlanInfo()
+        self.lib.check("convfind_plan_get_info",
+                       dll.convfind_plan_get_info(self.handle, ctypes.byref(info)))
+        self.algorithm = info.algorithm.decode()
+        self.key = info.key.decode()
 
     def execute(self, x, w, b, z, y):
         """Runs the plan; every array must be C-contiguous float32 of the right size."""

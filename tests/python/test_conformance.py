@@ -84,7 +84,8 @@ def test_conformance(suite_dir, entry, layout, lib, ctx, algorithms):
     ran = 0
     for algo in algorithms:
         try:
-            y, used = lib.conv(ctx, op, x, w, b, attrs=entry["attrs"], layout=layout, algo=algo)
+            y, used, _ = lib.conv(ctx, op, x, w, b, attrs=entry["attrs"], layout=layout,
+                                  algo=algo)
         except cf.ConvfindError as e:
             if algo is not None and e.status_name == "CONVFIND_ERR_UNSUPPORTED":
                 continue

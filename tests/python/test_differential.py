@@ -34,10 +34,20 @@ Expected shapes come from an independent implementation of the ONNX shape formul
 below, checked against every oracle's output shape.  Tolerance per element:
 |got - exp| <= 1e-4 * (1 + |exp|) * max(1, L / 64), L = C/group * prod(kernel) terms.
 
+Two fifths of the layer-shaped cases allow reduced precision (math mode tf32), the only
+problems cpu.winograd_f6x3 takes.  They are held to the same tolerance: F(6x6,3x3)'s error,
+about ten times direct convolution's on ResNet-50's layers (docs/winograd.md), stays within
+it on problems of these sizes (at most 16 channels per group).
+
 Every case runs with the default plan and with each registered algorithm forced (only
-CONVFIND_ALGO when that is set); the oracle is computed once per case.  Environment:
-CONVFIND_DIFF_SEED (default 20261129), CONVFIND_DIFF_CASES (default 2000),
-CONVFIND_DIFF_CASE (run only that case index, to reproduce a failure), CONVFIND_ALGO.
+CONVFIND_ALGO when that is set); the oracle is computed once per case.  A forced
+algorithm must be compared on at least MIN_FORCED cases of a full run (an algorithm whose
+domain the generator misses tests nothing while looking green), and under CONVFIND_ISA
+every plan's key must name that ISA level: the level its kernels ran at (a level above
+the machine's would silently run the machine's; such a run is skipped, saying so).
+Environment: CONVFIND_DIFF_SEED (default 20261129), CONVFIND_DIFF_CASES (default 2000),
+CONVFIND_DIFF_CASE (run only that case index, to reproduce a failure), CONVFIND_ALGO,
+CONVFIND_ISA.
 """
 
 import collections
@@ -55,6 +65,8 @@ SEED = int(os.environ.get("CONVFIND_DIFF_SEED", "20261129"))
 COUNT = int(os.environ.get("CONVFIND_DIFF_CASES", "2000"))
 ONLY = os.environ.get("CONVFIND_DIFF_CASE")
 MIN_CASES = 1000
+MIN_FORCED = 20  # compared cases per forced algorithm in a run of MIN_CASES or more
+ISA = os.environ.get("CONVFIND_ISA") or None
 OPSET = 22
 
 ACTIVATIONS = ["none", "relu", "leaky_relu", "clip", "sigmoid", "tanh", "hard_sigmoid"]
@@ -170,6 +182,7 @@ def _draw(rng):
     u = rng.random()
     geometry = _layer_geometry if u < 0.2 else _extreme_geometry if u < 0.3 else _any_geometry
     case = geometry(rng)
+    case.setdefault("math", "strict")
     case.update({
         "n": int(rng.integers(1, 4)), "layout": _pick(rng, ["NCHW", "NHWC"]),
         "bias": bool(rng.random() < 0.5), "residual": bool(rng.random() < 0.35),
@@ -193,7 +206,7 @@ def _layer_geometry(rng):
     op = _pick(rng, ["Conv", "ConvTranspose"], [0.75, 0.25])
     k = _pick(rng, [1, 3], [0.35, 0.65])
     s = _pick(rng, [1, 2], [0.75, 0.25])
-    kind = _pick(rng, ["plain", "depthwise"], [0.8, 0.2])
+    kind = _pick(rng, ["plain", "depthwise"], [0.7, 0.3])
     g = 1 if kind == "plain" else int(rng.integers(2, 9))
     cg = int(rng.integers(1, 17)) if kind == "plain" else 1
     mg = int(rng.integers(1, 17)) if kind == "plain" else 1
@@ -208,7 +221,8 @@ def _layer_geometry(rng):
         else:
             attrs["pads"] = [1, 1, 1, 1]
     return {"op": op, "nsp": 2, "g": g, "c": g * cg, "m": g * mg, "kind": kind,
-            "in": _ints(rng, 4, 12, 2), "k": [k, k], "ext": [k, k], "attrs": attrs}
+            "in": _ints(rng, 4, 12, 2), "k": [k, k], "ext": [k, k], "attrs": attrs,
+            "math": _pick(rng, ["strict", "tf32"], [0.6, 0.4])}
 
 
 def _channels(rng):
@@ -495,10 +509,11 @@ def from_layout(a, layout):
 def run_convfind(lib, ctx, case, data, algo):
     layout = case["layout"]
     z = None if data["Z"] is None else to_layout(data["Z"], layout)
-    y, used = lib.conv(ctx, case["op"], to_layout(data["X"], layout), data["W"], data["B"], z,
-                       attrs=case["attrs"], layout=layout, activation=case["act"],
-                       alpha=case["alpha"], beta=case["beta"], algo=algo)
-    return from_layout(y, layout).astype(np.float64), used
+    y, used, key = lib.conv(ctx, case["op"], to_layout(data["X"], layout), data["W"],
+                            data["B"], z, attrs=case["attrs"], layout=layout,
+                            activation=case["act"], alpha=case["alpha"], beta=case["beta"],
+                            algo=algo, math=case["math"])
+    return from_layout(y, layout).astype(np.float64), used, key
 
 
 def tags(case, kind, why):
@@ -507,7 +522,7 @@ def tags(case, kind, why):
     ap = a.get("auto_pad", "NOTSET")
     t = [f"oracle={kind}" + (f" ({why})" if why else ""), f"{case['op']} {nsp}-D",
          f"{case['op']} auto_pad={ap}", f"layout={case['layout']}", f"group={case['kind']}",
-         f"N={case['n']}", f"activation={case['act']}"]
+         f"N={case['n']}", f"activation={case['act']}", f"math={case['math']}"]
     if case["kind"] == "depthwise" and case["m"] > case["c"]:
         t.append("channel multiplier")
     if case["residual"]:
@@ -547,7 +562,7 @@ REQUIRED_TAGS = [
     "SAME_UPPER odd total", "SAME_LOWER odd total", "output_padding",
     "dilated ConvTranspose + output_padding", "output_shape with auto_pad=NOTSET",
     "output_shape with auto_pad=SAME_UPPER", "output_shape with auto_pad=SAME_LOWER",
-    "output_shape with auto_pad=VALID", "negative pads",
+    "output_shape with auto_pad=VALID", "negative pads", "math=tf32",
 ] + [f"{op} auto_pad={ap}" for op in ("Conv", "ConvTranspose")
      for ap in ("NOTSET", "SAME_UPPER", "SAME_LOWER", "VALID")] \
   + [f"residual + {act}" for act in ACTIVATIONS] \
@@ -557,7 +572,7 @@ REQUIRED_TAGS = [
 
 def describe(index, case):
     keys = ("op", "n", "c", "m", "g", "in", "k", "attrs", "out", "pb", "pe", "layout", "bias",
-            "residual", "act", "alpha", "beta")
+            "residual", "act", "alpha", "beta", "math")
     return f"case {index} (CONVFIND_DIFF_SEED={SEED} CONVFIND_DIFF_CASE={index}): " + \
         ", ".join(f"{k}={case[k]}" for k in keys)
 
@@ -577,7 +592,31 @@ def mismatch(case, exp, got):
             f"got {got[worst]:.7g}, expected {exp[worst]:.7g}")
 
 
+ISA_FLAGS = {"portable": set(), "avx2": {"avx2", "fma"},
+             "avx512": {"avx512f", "avx512bw", "avx512dq", "avx512vl", "fma"}}
+
+
+def machine_runs(isa):
+    """Whether this CPU has what convfind needs for `isa` (src/cpu/isa.c), from the flags
+    of /proc/cpuinfo; True where they cannot be read."""
+    try:
+        with open("/proc/cpuinfo") as f:
+            flags = next((line.split(":", 1)[1].split() for line in f
+                          if line.startswith("flags")), None)
+    except OSError:
+        return True
+    return flags is None or ISA_FLAGS.get(isa, set()) <= set(flags)
+
+
+def key_isa(key):
+    """The ISA level a plan's key names: its last field is be=cpu:NAME:ISA:tTHREADS."""
+    return key.rsplit(":", 2)[-2]
+
+
 def test_random_problems_match_oracles(lib, ctx, algorithms, summary):
+    if ISA is not None and not machine_runs(ISA):
+        pytest.skip(f"CONVFIND_ISA={ISA}: this machine's CPU lacks {sorted(ISA_FLAGS[ISA])}, "
+                    f"so convfind would run a lower level; nothing to test at {ISA}")
     indices = [int(ONLY)] if ONLY is not None else range(COUNT)
     names = {a: a or "default plan" for a in algorithms}
     counts = collections.Counter()
@@ -601,12 +640,16 @@ def test_random_problems_match_oracles(lib, ctx, algorithms, summary):
             continue
         for algo in algorithms:
             try:
-                got, used = run_convfind(lib, ctx, case, data, algo)
+                got, used, key = run_convfind(lib, ctx, case, data, algo)
             except cf.ConvfindError as e:
                 if algo is not None and e.status_name == "CONVFIND_ERR_UNSUPPORTED":
                     per_plan[algo]["unsupported"] += 1
                     continue
                 failures.append(f"{describe(index, case)}: {names[algo]} failed: {e}")
+                continue
+            if ISA is not None and key_isa(key) != ISA:
+                failures.append(f"{describe(index, case)}: {names[algo]} ran at ISA level "
+                                f"{key_isa(key)}, not CONVFIND_ISA={ISA} (key {key})")
                 continue
             wrong = mismatch(case, exp, got)
             if wrong:
@@ -630,6 +673,11 @@ def test_random_problems_match_oracles(lib, ctx, algorithms, summary):
     if ONLY is None:
         if None in algorithms:
             assert per_plan[None]["compared"] >= min(MIN_CASES, COUNT)
+        if COUNT >= MIN_CASES:
+            few = [f"{a}: {per_plan[a]['compared']}" for a in algorithms
+                   if a is not None and per_plan[a]["compared"] < MIN_FORCED]
+            assert not few, (f"forced algorithms compared on fewer than {MIN_FORCED} of "
+                             f"{COUNT} cases (the generator misses their domain): {few}")
         if COUNT >= MIN_CASES:
             missing = [t for t in REQUIRED_TAGS if counts[t] == 0]
             assert not missing, f"seed {SEED} left categories uncovered: {missing}"
