@@ -378,14 +378,21 @@ typedef struct convfind_device_allocator {
  * $CONVFIND_FIND_POLICY (heuristic, exhaustive, hybrid, replay or deferred), read when
  * the context is created, if set, else HYBRID.  Precedence: an explicit find_policy,
  * then the variable, then HYBRID; a value the variable cannot mean is a warning (log)
- * and HYBRID. */
+ * and HYBRID.  "Stored" below: a decision in the find database for this environment; one
+ * of low confidence (a short budget, a runner-up within the noise) measured with a
+ * smaller find_time_budget_s than the context's is measured again (docs/find.md).
+ * convfind_plan_options.retune measures whatever is stored, under every policy. */
 typedef enum convfind_find_policy {
     CONVFIND_FIND_DEFAULT = 0,
     CONVFIND_FIND_HEURISTIC = 1,  /* never benchmark: take the heuristic choice */
-    CONVFIND_FIND_EXHAUSTIVE = 2, /* benchmark every applicable candidate on a miss */
-    CONVFIND_FIND_HYBRID = 3,     /* use a stored decision, else benchmark */
+    CONVFIND_FIND_EXHAUSTIVE = 2, /* use a stored decision, else benchmark every applicable
+                                     candidate */
+    CONVFIND_FIND_HYBRID = 3,     /* use a stored decision, else re-time the top candidates
+                                     of one measured elsewhere (another environment, thread
+                                     count or CPU model), else benchmark */
     CONVFIND_FIND_REPLAY = 4,     /* stored decisions only; heuristic where none */
-    CONVFIND_FIND_DEFERRED = 5    /* heuristic now, benchmark in the background */
+    CONVFIND_FIND_DEFERRED = 5    /* a stored decision or the heuristic now, benchmark in
+                                     the background */
 } convfind_find_policy;
 
 /* A context's options.  Zero is the default of every field (see "Options structs that

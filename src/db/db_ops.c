@@ -180,7 +180,7 @@ static void drop_pending(cf_db *db)
 
 /* One write transaction for every pending decision: either every record lands or none
  * does, and a process killed in the middle leaves only uncommitted WAL frames behind.
- * This process's leases on those keys are released in the same transaction. */
+ * This handle's leases on those keys are released in the same transaction. */
 static int store_op(cf_db *db, sqlite3 *conn, void *varg)
 {
     (void)varg;
