@@ -144,7 +144,7 @@ static void check_config(convfind_context *ctx, const convfind_problem *p, gu_da
 {
     convfind_tensors t = gu_tensors(d);
     const cf_algo *cudnn = cf_context_algo(ctx, name);
-    void *state;
+    void *state = NULL;
     gu_doing("running configuration %s of problem %d", name, i);
     gu_check(cudnn ? cf_algo_prepare(cudnn, p, name, &state) : CONVFIND_ERR_NOT_FOUND, name);
     cf_exec_args a = {.x = t.x, .w = t.w, .b = t.b, .z = t.z, .y = t.y, .device = ctx->device};
