@@ -18,6 +18,10 @@ and ISA level asked for:
      after a call, and a spinning thread would take a core from the next contender.
      oneDNN runs with OMP_WAIT_POLICY=active and a bounded GOMP_SPINCOUNT so it sleeps
      soon after; the wait is reported.
+--baseline DIR adds a second convfind worker built in DIR (another commit's build): it
+Finds and is timed like the others, is not a peer, and each suite reports convfind's
+total and per-layer ratio to it, so a change is measured against its predecessor in the
+same run.
 --regret instead re-times every applicable convfind algorithm on every layer, forced
 through the public API, the same interleaved way, and reports how far Find's choice is
 from the fastest.  A program, not a test: nothing here asserts a timing.
@@ -35,6 +39,7 @@ sys.path.insert(0, HERE)
 import suite_format as sf  # noqa: E402
 
 CONTENDERS = ("convfind", "onednn2", "onednn3", "onnxruntime")
+BASELINE = "convfind_base"  # --baseline's worker: a contender, never a peer
 
 
 class Worker:
@@ -96,8 +101,9 @@ def start_workers(args, keys, threads, isa):
     workers = []
     for key in keys:
         env = dict(base)
-        if key == "convfind":
-            argv = [os.path.join(args.build, "bench", "bench_worker_convfind"), *timing,
+        if key in ("convfind", BASELINE):
+            build = args.build if key == "convfind" else args.baseline
+            argv = [os.path.join(build, "bench", "bench_worker_convfind"), *timing,
                     "--find-budget", str(args.find_budget)]
             if isa != "native":
                 env["CONVFIND_ISA"] = isa
@@ -111,6 +117,8 @@ def start_workers(args, keys, threads, isa):
             argv = [sys.executable, os.path.join(HERE, "worker_ort.py"), *timing]
             env["OPENBLAS_NUM_THREADS"] = "1"
         workers.append(Worker(key, argv, env))
+        if key == BASELINE:
+            workers[-1].name = BASELINE
         workers[-1].quiet(args.quiet_timeout)
     return workers
 
@@ -127,6 +135,11 @@ def available(args):
         keys.append(key)
     if "convfind" not in keys:
         sys.exit("cpu_driver: the convfind worker is needed")
+    if args.baseline:
+        exe = os.path.join(args.baseline, "bench", "bench_worker_convfind")
+        if not os.access(exe, os.X_OK):
+            sys.exit(f"cpu_driver: --baseline: {exe} not built")
+        keys.insert(1, BASELINE)
     return keys
 
 
@@ -229,6 +242,10 @@ def run_suite(args, path, threads, isa):
         budget = f"{args.find_budget} s" if args.find_budget > 0 else "1 s (library default)"
         print(f"# Find: {find_s:.2f} s in total over {len(layers)} layers (budget {budget} "
               f"per problem), timed alone before the rounds")
+        base = next((w for w in workers if w.key == BASELINE), None)
+        if base:
+            base_s = sum(s for s, _ in find_phase(base, layers, args.quiet_timeout))
+            print(f"# Find of the baseline ({args.baseline}): {base_s:.2f} s")
         if args.regret:
             return regret(args, suite, layers, cf, found, threads, isa)
         resident = sum(layer_bytes(lay) for lay in layers) * len(workers) <= args.memory_mb << 20
@@ -243,15 +260,16 @@ def run_suite(args, path, threads, isa):
 
 
 def report(suite, layers, workers, ms, info, found, peak, threads, isa, find_s):
-    peers = workers[1:]
+    peers = [w for w in workers[1:] if w.key != BASELINE]
+    shown = workers[1:]  # the peers and, if any, the baseline
     cols = ["layer", "count", "gflop", "convfind_ms", "convfind_algo"]
-    for p in peers:
+    for p in shown:
         cols += [f"{p.name}_ms", f"{p.name}_impl"]
     cols += ["fastest_peer", "ratio", "convfind_pct_peak", "find_s"]
     print(",".join(cols))
     totals = {w.name: 0.0 for w in workers}
     missing = {w.name: 0 for w in workers}
-    ratios = []
+    ratios, base_ratios = [], []
     for i, lay in enumerate(layers):
         gflop = 2e-9 * lay.macs()
         row_ms = {w.name: ms.get((w.key, i)) for w in workers}
@@ -266,9 +284,11 @@ def report(suite, layers, workers, ms, info, found, peak, threads, isa, find_s):
         ratio = cfm / peer_ms[best] if best and cfm else None
         if ratio:
             ratios.append((ratio, lay.name))
+        if cfm and row_ms.get(BASELINE):
+            base_ratios.append(cfm / row_ms[BASELINE])
         cells = [lay.name, str(lay.count), f"{gflop:.4f}", fmt(cfm),
                  info.get(("convfind", i)) or "n/a"]
-        for p in peers:
+        for p in shown:
             cells += [fmt(row_ms[p.name]),
                       info.get((p.key, i)) or "n/a: " + info.get((p.key, i, "why"), "")]
         pct = 100 * gflop / (cfm * 1e-3) / peak[0] if cfm and peak[0] > 0 else None
@@ -283,6 +303,11 @@ def report(suite, layers, workers, ms, info, found, peak, threads, isa, find_s):
                fastest=fastest, total_ratio=total_ratio, geomean=geomean([r for r, _ in ratios]),
                worst=worst, over_110=sum(r > 1.1 for r, _ in ratios),
                over_125=sum(r > 1.25 for r, _ in ratios), find_s=find_s)
+    if BASELINE in totals and not missing[BASELINE] and not missing["convfind"]:
+        row["base_ratio"] = totals["convfind"] / totals[BASELINE]
+        print(f"# convfind / baseline: {fmt(row['base_ratio'], 3)} in total; per layer geomean "
+              f"{fmt(geomean(base_ratios), 3)}, min {fmt(min(base_ratios), 3)}, max "
+              f"{fmt(max(base_ratios), 3)}")
     print("# totals weighted by count: " + ", ".join(
         f"{n} {fmt(t, 3)} ms{f' ({missing[n]} layers missing)' if missing[n] else ''}"
         for n, t in totals.items()))
@@ -344,13 +369,14 @@ def summary(rows, regret_mode):
         return
     names = list(rows[0]["totals"])
     print(f"{'suite':<28} {'thr':>3} {'isa':<6} " + " ".join(f"{n + ' ms':>16}" for n in names)
-          + f" {'vs fastest':>10} {'geomean':>8} {'max':>7} {'>1.1':>5} {'>1.25':>5} "
+          + f" {'vs fastest':>10} {'vs base':>8} {'geomean':>8} {'max':>7} {'>1.1':>5} {'>1.25':>5} "
             f"{'Find s':>7}  max layer")
     for r in rows:
         tot = " ".join(f"{fmt(r['totals'][n], 3) + ('*' if r['missing'][n] else ''):>16}"
                        for n in names)
         print(f"{r['suite']:<28} {r['threads']:>3} {r['isa']:<6} {tot} "
-              f"{fmt(r['total_ratio'], 3):>10} {fmt(r['geomean'], 3):>8} "
+              f"{fmt(r['total_ratio'], 3):>10} {fmt(r.get('base_ratio'), 3):>8} "
+              f"{fmt(r['geomean'], 3):>8} "
               f"{fmt(r['worst'][0], 3):>7} {r['over_110']:>5} {r['over_125']:>5} "
               f"{r['find_s']:>7.2f}  {r['worst'][1]}")
     print("* a total with layers the contender could not run (not compared)")
@@ -377,11 +403,13 @@ def main():
                     help="seconds to wait for a worker's threads to sleep")
     ap.add_argument("--memory-mb", type=int, default=4096,
                     help="keep every layer prepared when all contenders' tensors fit")
+    ap.add_argument("--baseline", default="",
+                    help="build directory of another commit: its convfind is timed too")
     ap.add_argument("--regret", action="store_true",
                     help="re-time every applicable convfind algorithm per layer instead")
     args = ap.parse_args()
     if args.regret:
-        args.contenders = "convfind"
+        args.contenders, args.baseline = "convfind", ""
     rows = []
     for threads in (int(t) for t in args.threads.split(",")):
         for isa in args.isa.split(","):
