@@ -105,6 +105,10 @@ def start_workers(args, keys, threads, isa):
             build = args.build if key == "convfind" else args.baseline
             argv = [os.path.join(build, "bench", "bench_worker_convfind"), *timing,
                     "--find-budget", str(args.find_budget)]
+            # The worker loads the libconvfind of its own build, even where the build
+            # directory moved (a copy on another machine) and its run path is stale.
+            env["LD_LIBRARY_PATH"] = os.pathsep.join(
+                p for p in (os.path.abspath(build), env.get("LD_LIBRARY_PATH")) if p)
             if isa != "native":
                 env["CONVFIND_ISA"] = isa
         elif key.startswith("onednn"):
