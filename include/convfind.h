@@ -326,6 +326,16 @@ CONVFIND_API size_t convfind_problem_describe(const convfind_problem *problem, c
  * context exists the database never makes a call fail: a busy database is retried, and a
  * decision that could not be stored is counted (docs/db.md).
  *
+ * An optional fleet tier shares decisions between machines through a PostgreSQL server
+ * (fleet_db, else $CONVFIND_FLEET_DB: a libpq connection string or URI; libpq.so.5 is
+ * loaded when one is given).  Lookups go user tier, fleet tier, system tier; a decision
+ * found in the fleet tier is copied into the user tier; of several machines missing one
+ * key at once, one measures and the others wait for it.  The server is never needed:
+ * one that cannot be reached, stops answering (2 s per connection or statement) or
+ * refuses us is one warning, the context goes on with its local tiers, and what it
+ * measured meanwhile is pushed when the server answers again.  The connection string is
+ * never printed (docs/db.md, "The fleet tier").
+ *
  * Every record carries the environment it was measured in (library version, backend
  * versions, device).  A record from another environment is never used as it is; the
  * policy says what happens instead. */
@@ -424,6 +434,9 @@ typedef struct convfind_context_options {
     /* --- a caller's thread pool (see convfind_parallel_for_fn) --- */
     convfind_parallel_for_fn parallel_for; /* NULL: the context's own worker threads */
     void *parallel_for_user;      /* passed to parallel_for */
+    /* --- fleet tier (docs/db.md; owned by src/db/) --- */
+    const char *fleet_db;         /* PostgreSQL connection string; NULL: $CONVFIND_FLEET_DB;
+                                     "": none */
 } convfind_context_options;
 
 /* Sets struct_size and every other field to zero, which is each field's default: all

@@ -45,10 +45,12 @@ static convfind_status open_db(convfind_context *ctx, const convfind_context_opt
     c.system_path = o->system_db_path;
     c.env_policy = o->db_env_policy;
     c.locations = cf_env_db_locations(&ctx->env);
+    c.fleet = o->fleet_db;
     c.log = ctx->log;
     c.usable = cf_record_usable;
     c.usable_arg = (void *)ctx->backend;
-    ctx->options.system_db_path = NULL; /* the database keeps its own copy */
+    ctx->options.system_db_path = NULL; /* the database keeps its own copies */
+    ctx->options.fleet_db = NULL;
     if ((st = cf_db_open(&c, &ctx->db)) == CONVFIND_OK)
         cf_db_handle_init(&ctx->db_handle, ctx->db, &c.env);
     return st;
