@@ -191,14 +191,21 @@ static int wait_socket(int fd, short events, int64_t deadline)
     }
 }
 
-/* Copies libpq's message (several lines, a newline at the end) into `err`, redacted. */
+/* `what`, then libpq's message (several lines, a newline at the end) on one line, into
+ * `err`; redacted when `conninfo` is given. */
 static void set_error(char *err, size_t size, const char *conninfo, const char *what,
                       const char *msg)
 {
-    snprintf(err, size, "%s%s%s", what, msg && msg[0] ? ": " : "", msg ? msg : "");
-    size_t n = strlen(err);
-    while (n > 0 && (err[n - 1] == '\n' || err[n - 1] == ' '))
-        err[--n] = '\0';
+    snprintf(err, size, "%s%s%s", what, what[0] && msg && msg[0] ? ": " : "", msg ? msg : "");
+    char *out = err;
+    for (const char *in = err; *in; in++) {
+        char c = (unsigned char)*in < 0x20 ? ' ' : *in;
+        if (c != ' ' || (out > err && out[-1] != ' '))
+            *out++ = c;
+    }
+    while (out > err && out[-1] == ' ')
+        out--;
+    *out = '\0';
     if (conninfo)
         cf_pq_redact(conninfo, err);
 }
@@ -251,7 +258,7 @@ cf_pq_conn *cf_pq_connect(const char *conninfo, int64_t deadline, char *err, siz
         state = pq.PQconnectPoll(pg);
     }
     if (state == PQ_POLLING_FAILED || pq.PQsetnonblocking(pg, 1) != 0) {
-        set_error(err, size, conninfo, "cannot connect", pq.PQerrorMessage(pg));
+        set_error(err, size, conninfo, "", pq.PQerrorMessage(pg));
         pq.PQfinish(pg);
         return NULL;
     }
