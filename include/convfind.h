@@ -783,6 +783,14 @@ typedef struct convfind_db_options {
     convfind_log_fn log_fn;    /* as in convfind_context_options */
     void *log_user;
     convfind_log_level log_level;
+    /* NULL: the SQLite tiers above.  Else the fleet tier (a libpq connection string or
+     * postgresql:// URI; $CONVFIND_FLEET_DB is not read here): the handle is that tier
+     * alone, path and system_path must be NULL, and get_info, foreach, export, import
+     * and prune act on the server, which must answer when the handle is opened (IO
+     * otherwise).  Pruning it removes expired leases and records this build cannot
+     * read, never other environments' records: they are other machines' decisions.
+     * verify and vacuum are for SQLite files (UNSUPPORTED). */
+    const char *fleet_db;
 } convfind_db_options;
 
 /* Sets struct_size and every other field to zero (the defaults).  Nothing for NULL. */
@@ -795,9 +803,12 @@ static inline void convfind_db_options_init(convfind_db_options *options)
  * ($CONVFIND_DB_PATH, $XDG_CACHE_HOME/convfind, ~/.cache/convfind; read now, once), and
  * the system tier.  `options` may be NULL (READ_WRITE, default locations).  The handle
  * belongs to the caller (convfind_db_close).  Errors: NULL_POINTER, INVALID_ENUM,
- * UNSUPPORTED (a struct_size from a newer header), IO naming the file when it cannot be
- * used as the mode needs (READ_ONLY: damaged, not a regular file, unreadable; READ_WRITE:
- * also read-only, or no location at all), OUT_OF_MEMORY.  Thread-safe. */
+ * INVALID_ATTRIBUTE (fleet_db with path or system_path), UNSUPPORTED (a struct_size from
+ * a newer header), IO naming the file when it cannot be used as the mode needs
+ * (READ_ONLY: damaged, not a regular file, unreadable; READ_WRITE: also read-only, or no
+ * location at all), or naming the fleet tier (never its password) when it does not
+ * answer, or has a newer schema and READ_WRITE was asked for, OUT_OF_MEMORY.
+ * Thread-safe. */
 CONVFIND_API convfind_status convfind_db_open(const convfind_db_options *options,
                                               convfind_db **out);
 
@@ -863,7 +874,7 @@ typedef struct convfind_db_record {
     const char *device;        /* and the device fingerprint */
     int current_environment;   /* 1: that is this process's environment */
     const char *host;          /* where it was measured */
-    const char *tier;          /* "user" or "system" */
+    const char *tier;          /* "user", "system", or "fleet" (a fleet_db handle) */
     int64_t time;              /* when it was measured, Unix seconds */
     int n_candidates;
     const convfind_find_result *candidates; /* ranked, as convfind_find gives them */

@@ -121,7 +121,8 @@ void cf_db_close(cf_db *db);
 const char *cf_db_location(const cf_db *db);
 /* The user tier is a file (read-only or not). */
 bool cf_db_is_persistent(const cf_db *db);
-/* INSPECT: the file exists.  Other modes: the same as cf_db_is_persistent. */
+/* INSPECT: the file exists.  Other modes: the same as cf_db_is_persistent.  With
+ * cfg.fleet_only: true (the fleet tier answered when the handle was opened). */
 bool cf_db_exists(const cf_db *db);
 /* Stores are written to the file (not read-only, not memory). */
 bool cf_db_is_writable(const cf_db *db);

@@ -278,7 +278,9 @@ bool cf_db_is_persistent(const cf_db *db)
 bool cf_db_exists(const cf_db *db)
 {
     pthread_mutex_lock(mu_of(db));
-    bool e = db->cfg.mode == CF_DB_INSPECT ? db->exists : db->persistent;
+    bool e = db->cfg.fleet_only                ? true /* opening it connected */
+             : db->cfg.mode == CF_DB_INSPECT ? db->exists
+                                             : db->persistent;
     pthread_mutex_unlock(mu_of(db));
     return e;
 }
