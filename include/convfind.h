@@ -743,6 +743,11 @@ typedef struct convfind_context_stats {
     uint64_t retimed_low_confidence; /* stored decisions of low confidence (see
                                convfind_confidence_flag) measured again: by a Find with a
                                larger budget, or handed to the DEFERRED tuner */
+    /* the fleet tier (docs/db.md; all 0 without one) */
+    uint64_t fleet_hits;    /* decisions found there (and copied into the user tier) */
+    uint64_t fleet_pushed;  /* decisions sent there (measured here, now or while it was away) */
+    uint64_t fleet_faults;  /* connections that failed or were lost; the first one is a warning */
+    int fleet_connected;    /* 1 while connected */
 } convfind_context_stats;
 
 /* A snapshot of the context's counters (each read atomically, not all at one instant)

@@ -253,6 +253,8 @@ convfind_status convfind_context_stats_get(const convfind_context *ctx,
     cf_cache_stats_get(ctx->cache, &cs);
     uint64_t stored, unstored;
     cf_db_store_counts(ctx->db, &stored, &unstored);
+    cf_db_stats fleet;
+    cf_db_get_fleet_stats(ctx->db, &fleet);
     convfind_context_stats s = {
         .hits = cs.hits,
         .misses = cs.misses,
@@ -270,6 +272,10 @@ convfind_status convfind_context_stats_get(const convfind_context *ctx,
         .store_failures = unstored,
         .seeded = counter(&ctx->seeded),
         .retimed_low_confidence = counter(&ctx->retimed),
+        .fleet_hits = fleet.fleet_hits,
+        .fleet_pushed = fleet.fleet_pushed,
+        .fleet_faults = fleet.fleet_faults,
+        .fleet_connected = fleet.fleet_connected,
     };
     return cf_options_write(&s, sizeof s, "convfind_context_stats", stats);
 }

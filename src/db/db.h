@@ -241,6 +241,9 @@ typedef struct cf_db_stats {
 
 convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out);
 
+/* Only the fleet_* members of cf_db_stats (the others zero): cheap, no records read. */
+void cf_db_get_fleet_stats(cf_db *db, cf_db_stats *out);
+
 /* Writes every user-tier record as JSON Lines through `write` (one call per line, its
  * newline included); *count gets the number.  A nonzero return of `write` stops the
  * export with CONVFIND_ERR_IO. */

@@ -327,6 +327,14 @@ convfind_status cf_db_load_decision(const cf_db *db, const char *key, const char
     return st;
 }
 
+void cf_db_get_fleet_stats(cf_db *db, cf_db_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&db->mu);
+    cf_fleet_counters(db, out);
+    pthread_mutex_unlock(&db->mu);
+}
+
 int cf_db_warning_count(const cf_db *db)
 {
     pthread_mutex_lock(mu_of(db));
