@@ -1,7 +1,7 @@
 /*
  * fleet_fixture.h - what the fleet tier's tests share: a PostgreSQL server of their own
- * (pg_fixture.sh, started in the test's scratch directory), configs of "machines"
- * (each its own user database, one fleet tier), and checks that end the test.
+ * (pg_server.h), configs of "machines" (each its own user database, one fleet tier),
+ * and checks that end the test.
  *
  * A test that cannot get libpq or the server binaries exits 77 (ctest: skipped) after
  * saying why on stderr, loudly; any other failure to start the server fails the test.
@@ -10,45 +10,10 @@
 #define CONVFIND_TEST_FLEET_FIXTURE_H
 
 #include <stdarg.h>
-#include <sys/wait.h>
 
 #include "../db/db_fixture.h"
 #include "db/fleet_pq.h"
-
-#define FL_SKIP 77
-
-#define FL_CHECK(cond, ...)                                                                     \
-    do {                                                                                        \
-        if (!(cond)) {                                                                          \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                \
-            fprintf(stderr, __VA_ARGS__);                                                       \
-            fputc('\n', stderr);                                                                \
-            exit(1);                                                                            \
-        }                                                                                       \
-    } while (0)
-
-/* Runs `pg_fixture.sh CMD DIR [ARG]`; its stdout (first line) into out when given.
- * Returns the script's exit status. */
-static inline int fl_fixture(const char *cmd, const char *dir, const char *arg, char *out,
-                             size_t size)
-{
-    char line[8192];
-    snprintf(line, sizeof line, "'%s' %s '%s'%s%s%s", CONVFIND_PG_FIXTURE, cmd, dir,
-             arg ? " \"" : "", arg ? arg : "", arg ? "\"" : "");
-    FILE *p = popen(line, "r");
-    if (!p)
-        return -1;
-    char buf[4096] = "";
-    if (!fgets(buf, sizeof buf, p))
-        buf[0] = '\0';
-    while (fgetc(p) != EOF)
-        continue;
-    int status = pclose(p);
-    buf[strcspn(buf, "\n")] = '\0';
-    if (out)
-        snprintf(out, size, "%s", buf);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-}
+#include "pg_server.h"
 
 /* Starts the test's server in `dir` and writes its connection string to `conninfo`.
  * Exits 77 when libpq or the server binaries are missing. */
@@ -59,30 +24,7 @@ static inline void fl_start(const char *dir, char *conninfo, size_t size)
         fprintf(stderr, "SKIPPED: %s: the fleet tier's server tests did not run\n", why);
         exit(FL_SKIP);
     }
-    int rc = fl_fixture("start", dir, NULL, conninfo, size);
-    if (rc == FL_SKIP)
-        exit(FL_SKIP); /* pg_fixture.sh said why */
-    FL_CHECK(rc == 0 && conninfo[0], "pg_fixture.sh start failed (status %d)", rc);
-}
-
-/* One SQL query's first row (psql -At), "" when none. */
-static inline void fl_sql(const char *dir, const char *query, char *out, size_t size)
-{
-    FL_CHECK(fl_fixture("sql", dir, query, out, size) == 0, "query failed: %s", query);
-}
-
-static inline long fl_sql_long(const char *dir, const char *query)
-{
-    char out[64];
-    fl_sql(dir, query, out, sizeof out);
-    return strtol(out, NULL, 10);
-}
-
-/* Server and scratch directory gone. */
-static inline void fl_finish(const char *dir)
-{
-    fl_fixture("destroy", dir, NULL, NULL, 0);
-    fx_rmdir(dir);
+    fl_server_start(dir, conninfo, size);
 }
 
 /* Machine `m`'s config: its own user database DIR/machine<m>.sqlite, the fleet tier
