@@ -62,7 +62,7 @@ struct cf_fleet {
     bool read_only;               /* its schema is newer than ours */
     char owner[160];              /* this handle in lease rows */
     char env[420];                /* cfg.env described: the leases' environment */
-    char last_error[400];
+    char last_error[480];
     uint64_t hits, pushed, faults;
     bool warned, warned_newer;
 };
@@ -86,7 +86,7 @@ static void fault(cf_db *db, const char *what, const char *err)
     cf_pq_close(f->conn);
     f->conn = NULL;
     f->retry_at = cf_pq_now_ms() + db->cfg.fleet_retry_ms;
-    snprintf(f->last_error, sizeof f->last_error, "%s: %s", what, err);
+    snprintf(f->last_error, sizeof f->last_error, "%.60s: %.400s", what, err);
     if (f->warned || db->cfg.fleet_only)
         return;
     f->warned = true;
@@ -293,7 +293,10 @@ static void copy_to_user_tier(cf_db *db, const char *key, const cf_decision *d,
     r.decision = *d;
     snprintf(r.host, sizeof r.host, "%s", host);
     r.time = time;
-    cf_db_run(db, put_op, &r);
+    /* A database another process keeps locked is left alone for a busy timeout, as the
+     * stores do (db_ops.c), so that lookups do not each wait for it. */
+    if (cf_db_rc_busy(cf_db_run(db, put_op, &r)))
+        db->retry_at_ms = cf_db_now_ms() + db->cfg.busy_timeout_ms;
 }
 
 bool cf_fleet_lookup(cf_db *db, const char *key, cf_decision *out, bool *exact)
