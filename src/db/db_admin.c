@@ -126,7 +126,7 @@ convfind_status cf_db_foreach_system(cf_db *db, const char *key, cf_db_record_fn
     return CONVFIND_OK;
 }
 
-static int count_record(const cf_db_record *r, void *arg)
+int cf_db_count_record(const cf_db_record *r, void *arg)
 {
     cf_db_stats *s = ((void **)arg)[0];
     const cf_db *db = ((void **)arg)[1];
@@ -155,7 +155,7 @@ convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_get_stats: db and out must not be NULL");
     memset(out, 0, sizeof *out);
     void *pair[2] = {out, db};
-    walk_arg a = {.fn = count_record, .fn_arg = pair};
+    walk_arg a = {.fn = cf_db_count_record, .fn_arg = pair};
     pthread_mutex_lock(&db->mu);
     cf_fleet_counters(db, out);
     if (db->cfg.fleet_only) {

@@ -149,6 +149,11 @@ int cf_db_insert(sqlite3_stmt *ins, const cf_db_row *r, const cf_db_env *env, co
  * code; *found says whether `out` (owned by the caller then) holds one. */
 int cf_db_similar_lookup(sqlite3 *conn, const char *key, cf_decision *out, bool *found);
 
+/* A cf_db_record_fn counting `r` into the records, current and foreign members of the
+ * cf_db_stats in ((void **)arg)[0], "current" meaning the environment of the cf_db in
+ * ((void **)arg)[1]: the statistics of the user tier and of the fleet tier. */
+int cf_db_count_record(const cf_db_record *r, void *arg);
+
 /* Writes `n` whole records (their own environment and provenance) in one transaction,
  * replacing records of the same key and environment: import, and the fleet tier's
  * copies.  Returns an SQLite code. */

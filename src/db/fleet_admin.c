@@ -136,22 +136,10 @@ convfind_status cf_fleet_foreach(cf_db *db, const char *key, cf_db_record_fn fn,
     return walk(db, &w);
 }
 
-static int count(const cf_db_record *r, void *arg)
-{
-    cf_db_stats *s = ((void **)arg)[0];
-    const cf_db *db = ((void **)arg)[1];
-    s->records++;
-    if (cf_db_env_equal(&r->env, &db->cfg.env))
-        s->current++;
-    else
-        s->foreign++;
-    return 0;
-}
-
 convfind_status cf_fleet_get_stats(cf_db *db, cf_db_stats *out)
 {
     void *pair[2] = {out, db};
-    fleet_walk w = {.fn = count, .arg = pair};
+    fleet_walk w = {.fn = cf_db_count_record, .arg = pair};
     convfind_status st = walk(db, &w);
     out->unreadable = w.unreadable;
     out->records += w.unreadable;
