@@ -51,7 +51,13 @@ static const char *const to_version_1[] = {
     " key text NOT NULL, env text NOT NULL, owner text NOT NULL, host text NOT NULL,"
     " expires_at timestamptz NOT NULL, PRIMARY KEY (key, env))",
     NULL};
-static const char *const *const migrations[CF_FLEET_SCHEMA_VERSION] = {to_version_1};
+/* The Find budget a decision was measured with (user tier schema 2): without it a
+ * fleet hit would be an unknown budget, low confidence, and measured again. */
+static const char *const to_version_2[] = {
+    "ALTER TABLE convfind_fleet_decisions ADD COLUMN IF NOT EXISTS budget_ms double precision",
+    NULL};
+static const char *const *const migrations[CF_FLEET_SCHEMA_VERSION] = {to_version_1,
+                                                                       to_version_2};
 
 struct cf_fleet {
     char *conninfo;               /* secret: never printed */
@@ -323,6 +329,7 @@ bool cf_fleet_lookup(cf_db *db, const char *key, cf_decision *out, bool *exact)
     }
     if (found) {
         row--;
+        out->budget_ms = strtod(cf_pq_value(r, row, 4), NULL); /* "" (NULL): 0, unknown */
         *exact = strcmp(cf_pq_value(r, row, 1), "t") == 0;
         if (*exact) {
             f->hits++;
@@ -362,12 +369,13 @@ void cf_fleet_release(cf_db *db, const char *key)
 bool cf_fleet_push_one(cf_db *db, const char *sql, const cf_fleet_row *row)
 {
     cf_fleet *f = db->fleet;
-    char time[24];
+    char time[24], budget[32];
     snprintf(time, sizeof time, "%lld", (long long)row->time);
-    const char *p[] = {row->key,  row->env->library, row->env->backends, row->env->device,
-                       row->algo, row->json,         row->bad,           row->host,
-                       time,      f->env,            f->owner};
-    if (!run_command(db, "pushing a decision", sql, 11, p))
+    snprintf(budget, sizeof budget, "%.17g", row->budget_ms > 0 ? row->budget_ms : 0.0);
+    const char *p[] = {row->key, row->env->library, row->env->backends, row->env->device,
+                       row->algo, row->json, row->bad, row->host, time, f->env, f->owner,
+                       budget};
+    if (!run_command(db, "pushing a decision", sql, 12, p))
         return false;
     f->pushed++;
     return true;
@@ -384,7 +392,7 @@ void cf_fleet_push(cf_db *db, const cf_db_row *rows, size_t n)
     for (size_t i = 0; i < n; i++) {
         const cf_fleet_row row = {.key = rows[i].key, .env = &db->cfg.env, .algo = rows[i].algo,
                                   .json = rows[i].json, .bad = rows[i].bad, .host = db->host,
-                                  .time = now};
+                                  .time = now, .budget_ms = rows[i].budget_ms};
         if (!cf_fleet_push_one(db, FLEET_SQL_PUSH, &row))
             return;
     }

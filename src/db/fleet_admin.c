@@ -16,7 +16,8 @@
 
 #define PAGE_ROWS "500"
 #define WALK_COLUMNS                                                                           \
-    "SELECT key, library_version, backend_versions, device, decision, host, created_at "        \
+    "SELECT key, library_version, backend_versions, device, decision, host, created_at, "       \
+    "budget_ms "                                                                                \
     "FROM convfind_fleet_decisions "
 #define WALK_ORDER " ORDER BY key, library_version, backend_versions, device LIMIT " PAGE_ROWS
 
@@ -44,6 +45,7 @@ static convfind_status row_record(const cf_db *db, const cf_pq_result *r, int i,
     snprintf(rec->env.device, sizeof rec->env.device, "%s", cf_pq_value(r, i, 3));
     snprintf(rec->host, sizeof rec->host, "%s", cf_pq_value(r, i, 5));
     rec->time = strtoll(cf_pq_value(r, i, 6), NULL, 10);
+    rec->decision.budget_ms = strtod(cf_pq_value(r, i, 7), NULL);
     rec->key = strdup(cf_pq_value(r, i, 0));
     if (!rec->key) {
         cf_db_record_clear(rec);
@@ -183,7 +185,7 @@ static bool put_body(cf_db *db, void *varg)
         cf_db_bad_candidates(&rec->decision, bad, sizeof bad);
         const cf_fleet_row row = {.key = rec->key, .env = &rec->env, .algo = rec->decision.algo,
                                   .json = json, .bad = bad, .host = rec->host,
-                                  .time = rec->time};
+                                  .time = rec->time, .budget_ms = rec->decision.budget_ms};
         bool ok = json && cf_fleet_push_one(db, FLEET_SQL_PUSH, &row);
         a->oom = !json;
         free(json);

@@ -11,7 +11,7 @@
 #include "db/fleet_pq.h"
 
 /* The server's schema version this build reads and writes (convfind_fleet_meta). */
-#define CF_FLEET_SCHEMA_VERSION 1
+#define CF_FLEET_SCHEMA_VERSION 2
 
 /* From the catalog tables, not to_regclass(): the session's catalog cache may not have
  * seen a table another machine created while we waited for the advisory lock. */
@@ -28,7 +28,7 @@
 /* $1 key, $2..$4 this environment: this environment's record first, then the newest. */
 #define FLEET_SQL_LOOKUP                                                                       \
     "SELECT decision, library_version = $2 AND backend_versions = $3 AND device = $4 AS exact, " \
-    "host, created_at FROM convfind_fleet_decisions WHERE key = $1 "                            \
+    "host, created_at, budget_ms FROM convfind_fleet_decisions WHERE key = $1 "                            \
     "ORDER BY exact DESC, created_at DESC LIMIT 16"
 /* $1 key, $2 environment, $3 owner, $4 host, $5 lifetime in ms: a row back means the
  * lease is ours (new, expired and taken over, or our own renewed). */
@@ -42,20 +42,22 @@
     "DELETE FROM convfind_fleet_leases WHERE key = $1 AND env = $2 AND owner = $3"
 #define FLEET_SQL_RELEASE_ALL "DELETE FROM convfind_fleet_leases WHERE owner = $1"
 /* A decision ($1 key, $2..$4 its environment, $5 algo, $6 JSON, $7 bad candidates,
- * $8 host, $9 time) and the end of lease ($1, $10 environment, $11 owner) in one
+ * $8 host, $9 time, $12 budget in ms, 0: unknown) and the end of lease ($1, $10
+ * environment, $11 owner) in one
  * statement.  PUSH replaces the fleet's record (a new measurement), PUSH_KEEP does not
  * (a late push must not undo a newer one). */
 #define FLEET_SQL_PUSH_HEAD                                                                    \
     "WITH put AS (INSERT INTO convfind_fleet_decisions AS d (key, library_version, "            \
-    "backend_versions, device, algo, decision, bad_candidates, host, created_at) "              \
-    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bigint) "                                      \
+    "backend_versions, device, algo, decision, bad_candidates, host, created_at, budget_ms) "   \
+    "VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9::bigint, NULLIF($12::double precision, 0)) "    \
     "ON CONFLICT (key, library_version, backend_versions, device) "
 #define FLEET_SQL_PUSH_TAIL                                                                    \
     " RETURNING 1) DELETE FROM convfind_fleet_leases WHERE key = $1 AND env = $10 AND owner = $11"
 #define FLEET_SQL_PUSH                                                                         \
     FLEET_SQL_PUSH_HEAD "DO UPDATE SET algo = EXCLUDED.algo, decision = EXCLUDED.decision, "   \
                         "bad_candidates = EXCLUDED.bad_candidates, host = EXCLUDED.host, "     \
-                        "created_at = EXCLUDED.created_at" FLEET_SQL_PUSH_TAIL
+                        "created_at = EXCLUDED.created_at, budget_ms = EXCLUDED.budget_ms"     \
+        FLEET_SQL_PUSH_TAIL
 #define FLEET_SQL_PUSH_KEEP FLEET_SQL_PUSH_HEAD "DO NOTHING" FLEET_SQL_PUSH_TAIL
 /* $1 a text[] of keys, $2..$4 an environment: the keys the fleet has no record of. */
 #define FLEET_SQL_MISSING                                                                      \
@@ -68,7 +70,8 @@ typedef struct cf_fleet_row {
     const char *key;
     const cf_db_env *env;
     const char *algo, *json, *bad, *host;
-    int64_t time; /* Unix seconds */
+    int64_t time;     /* Unix seconds */
+    double budget_ms; /* 0: unknown */
 } cf_fleet_row;
 
 /* Connected, or connects when the retry time has come.  False when the fleet cannot be

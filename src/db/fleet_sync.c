@@ -10,6 +10,7 @@
  */
 #include "db/fleet_internal.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -18,6 +19,7 @@
 typedef struct local_row {
     char *key, *algo, *json, *bad;
     int64_t time;
+    double budget_ms;
 } local_row;
 
 typedef struct local_rows {
@@ -37,11 +39,13 @@ static int collect_op(cf_db *db, sqlite3 *conn, void *arg)
 {
     local_rows *rows = arg;
     sqlite3_stmt *st = NULL;
-    int rc = sqlite3_prepare_v2(conn,
-                                "SELECT key, algo, decision, bad_candidates, created_at FROM "
-                                "decisions WHERE library_version=?1 AND backend_versions=?2 "
-                                "AND device=?3 AND host=?4 ORDER BY key",
-                                -1, &st, NULL);
+    char sql[300];
+    snprintf(sql, sizeof sql,
+             "SELECT key, algo, decision, bad_candidates, created_at, %s FROM decisions "
+             "WHERE library_version=?1 AND backend_versions=?2 AND device=?3 AND host=?4 "
+             "ORDER BY key",
+             cf_db_budget_column(conn));
+    int rc = sqlite3_prepare_v2(conn, sql, -1, &st, NULL);
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_bind_text(st, 1, db->cfg.env.library, -1, SQLITE_STATIC);
@@ -66,6 +70,7 @@ static int collect_op(cf_db *db, sqlite3 *conn, void *arg)
         r->json = copy_column(st, 2);
         r->bad = copy_column(st, 3);
         r->time = sqlite3_column_int64(st, 4);
+        r->budget_ms = cf_db_column_budget(st, 5);
         rows->oom = !r->key || !r->algo || !r->json || !r->bad;
     }
     sqlite3_finalize(st);
@@ -122,7 +127,7 @@ static bool push_missing(cf_db *db, const local_row *batch, size_t n)
             continue;
         const cf_fleet_row row = {.key = l->key, .env = &db->cfg.env, .algo = l->algo,
                                   .json = l->json, .bad = l->bad, .host = db->host,
-                                  .time = l->time};
+                                  .time = l->time, .budget_ms = l->budget_ms};
         ok = cf_fleet_push_one(db, FLEET_SQL_PUSH_KEEP, &row);
     }
     cf_pq_clear(r);

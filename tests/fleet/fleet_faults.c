@@ -190,7 +190,7 @@ static void check_newer(const char *dir, const char *conninfo)
     t.mode = CF_DB_MAINTAIN;
     FL_CHECK(cf_db_open(&t, &db) == CONVFIND_ERR_IO && strstr(convfind_last_error(), "newer"),
              "maintaining a newer fleet: %s", convfind_last_error());
-    fl_sql(dir, "UPDATE convfind_fleet_meta SET value = '1' WHERE name = 'schema_version'", NULL,
+    fl_sql(dir, "UPDATE convfind_fleet_meta SET value = '2' WHERE name = 'schema_version'", NULL,
            0);
 }
 
