@@ -326,6 +326,16 @@ CONVFIND_API size_t convfind_problem_describe(const convfind_problem *problem, c
  * context exists the database never makes a call fail: a busy database is retried, and a
  * decision that could not be stored is counted (docs/db.md).
  *
+ * An optional fleet tier shares decisions between machines through a PostgreSQL server
+ * (fleet_db, else $CONVFIND_FLEET_DB: a libpq connection string or URI; libpq.so.5 is
+ * loaded when one is given).  Lookups go user tier, fleet tier, system tier; a decision
+ * found in the fleet tier is copied into the user tier; of several machines missing one
+ * key at once, one measures and the others wait for it.  The server is never needed:
+ * one that cannot be reached, stops answering (2 s per connection or statement) or
+ * refuses us is one warning, the context goes on with its local tiers, and what it
+ * measured meanwhile is pushed when the server answers again.  The connection string is
+ * never printed (docs/db.md, "The fleet tier").
+ *
  * Every record carries the environment it was measured in (library version, backend
  * versions, device).  A record from another environment is never used as it is; the
  * policy says what happens instead. */
@@ -424,6 +434,9 @@ typedef struct convfind_context_options {
     /* --- a caller's thread pool (see convfind_parallel_for_fn) --- */
     convfind_parallel_for_fn parallel_for; /* NULL: the context's own worker threads */
     void *parallel_for_user;      /* passed to parallel_for */
+    /* --- fleet tier (docs/db.md; owned by src/db/) --- */
+    const char *fleet_db;         /* PostgreSQL connection string; NULL: $CONVFIND_FLEET_DB;
+                                     "": none */
 } convfind_context_options;
 
 /* Sets struct_size and every other field to zero, which is each field's default: all
@@ -730,6 +743,11 @@ typedef struct convfind_context_stats {
     uint64_t retimed_low_confidence; /* stored decisions of low confidence (see
                                convfind_confidence_flag) measured again: by a Find with a
                                larger budget, or handed to the DEFERRED tuner */
+    /* the fleet tier (docs/db.md; all 0 without one) */
+    uint64_t fleet_hits;    /* decisions found there (and copied into the user tier) */
+    uint64_t fleet_pushed;  /* decisions sent there (measured here, now or while it was away) */
+    uint64_t fleet_faults;  /* connections that failed or were lost; the first one is a warning */
+    int fleet_connected;    /* 1 while connected */
 } convfind_context_stats;
 
 /* A snapshot of the context's counters (each read atomically, not all at one instant)
@@ -770,6 +788,14 @@ typedef struct convfind_db_options {
     convfind_log_fn log_fn;    /* as in convfind_context_options */
     void *log_user;
     convfind_log_level log_level;
+    /* NULL: the SQLite tiers above.  Else the fleet tier (a libpq connection string or
+     * postgresql:// URI; $CONVFIND_FLEET_DB is not read here): the handle is that tier
+     * alone, path and system_path must be NULL, and get_info, foreach, export, import
+     * and prune act on the server, which must answer when the handle is opened (IO
+     * otherwise).  Pruning it removes expired leases and records this build cannot
+     * read, never other environments' records: they are other machines' decisions.
+     * verify and vacuum are for SQLite files (UNSUPPORTED). */
+    const char *fleet_db;
 } convfind_db_options;
 
 /* Sets struct_size and every other field to zero (the defaults).  Nothing for NULL. */
@@ -782,9 +808,12 @@ static inline void convfind_db_options_init(convfind_db_options *options)
  * ($CONVFIND_DB_PATH, $XDG_CACHE_HOME/convfind, ~/.cache/convfind; read now, once), and
  * the system tier.  `options` may be NULL (READ_WRITE, default locations).  The handle
  * belongs to the caller (convfind_db_close).  Errors: NULL_POINTER, INVALID_ENUM,
- * UNSUPPORTED (a struct_size from a newer header), IO naming the file when it cannot be
- * used as the mode needs (READ_ONLY: damaged, not a regular file, unreadable; READ_WRITE:
- * also read-only, or no location at all), OUT_OF_MEMORY.  Thread-safe. */
+ * INVALID_ATTRIBUTE (fleet_db with path or system_path), UNSUPPORTED (a struct_size from
+ * a newer header), IO naming the file when it cannot be used as the mode needs
+ * (READ_ONLY: damaged, not a regular file, unreadable; READ_WRITE: also read-only, or no
+ * location at all), or naming the fleet tier (never its password) when it does not
+ * answer, or has a newer schema and READ_WRITE was asked for, OUT_OF_MEMORY.
+ * Thread-safe. */
 CONVFIND_API convfind_status convfind_db_open(const convfind_db_options *options,
                                               convfind_db **out);
 
@@ -850,7 +879,7 @@ typedef struct convfind_db_record {
     const char *device;        /* and the device fingerprint */
     int current_environment;   /* 1: that is this process's environment */
     const char *host;          /* where it was measured */
-    const char *tier;          /* "user" or "system" */
+    const char *tier;          /* "user", "system", or "fleet" (a fleet_db handle) */
     int64_t time;              /* when it was measured, Unix seconds */
     int n_candidates;
     const convfind_find_result *candidates; /* ranked, as convfind_find gives them */

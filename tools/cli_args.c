@@ -231,6 +231,13 @@ const cli_flag cli_flags[CLI_FLAG_COUNT] = {
                        "not a regular SQLite file of convfind, or is damaged, is skipped with "
                        "one warning.",
                        apply_string, A(system_db), NULL, false},
+    [CLI_FLEET] = {"fleet", 0, "URL",
+                   "Act on the fleet tier, the PostgreSQL database whose decisions a fleet of "
+                   "machines shares (a libpq connection string or postgresql:// URI; the "
+                   "library uses the one in $CONVFIND_FLEET_DB), instead of the user "
+                   "database: stats, list, show, export, import and prune. A server that "
+                   "cannot be reached is an error. Its password is never printed.",
+                   apply_string, A(fleet), NULL, false},
     [CLI_THREADS] = {"threads", 0, "N",
                      "Worker threads per execution and per Find (default 0: every online "
                      "core). The thread count is part of the decision key.",

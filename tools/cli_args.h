@@ -25,8 +25,8 @@
 /* Every flag of every command.  The order is the order of `help` within a section. */
 typedef enum cli_flag_id {
     /* the context */
-    CLI_DB, CLI_SYSTEM_DB, CLI_THREADS, CLI_DEVICE, CLI_WORKSPACE, CLI_BUDGET_MS, CLI_POLICY,
-    CLI_ENV_POLICY, CLI_RETUNE,
+    CLI_DB, CLI_SYSTEM_DB, CLI_FLEET, CLI_THREADS, CLI_DEVICE, CLI_WORKSPACE, CLI_BUDGET_MS,
+    CLI_POLICY, CLI_ENV_POLICY, CLI_RETUNE,
     /* output */
     CLI_JSON, CLI_PROGRESS,
     /* a problem in ONNX terms */
@@ -63,7 +63,7 @@ typedef struct cli_args {
     char **pos;                /* positional arguments, in order (into argv) */
     int npos;
     /* the context */
-    const char *db, *system_db;
+    const char *db, *system_db, *fleet;
     int threads;
     convfind_device device;
     int device_index;

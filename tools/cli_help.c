@@ -23,6 +23,8 @@ static const char *const environment[][2] = {
                        "CONVFIND_DB_PATH is not set (an absolute path only)"},
     {"HOME", "else the database is ~/.cache/convfind/finddb.sqlite"},
     {"CONVFIND_SYSTEM_DB", "the read-only system database when --system-db is not given"},
+    {"CONVFIND_FLEET_DB", "the fleet tier: a PostgreSQL connection string or URI whose "
+                          "decisions machines share (docs/db.md)"},
     {"CONVFIND_ISA", "portable, avx2 or avx512: use at most this CPU instruction set"},
     {"CONVFIND_LOG", "info or debug: print every decision as it is made, on stderr"},
     {"CONVFIND_CUDNN_RUNTIME_COMPILED", "0: no cuDNN engines that compile at run time; 1: "

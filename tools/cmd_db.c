@@ -20,7 +20,8 @@
  * database.  The last three must change the file: READ_WRITE makes every problem with
  * it an error instead of a fallback.  The location order is the context's, so
  * `convfind db path` answers "where do my decisions go?" truthfully.  list and show
- * print the user tier's records.
+ * print the user tier's records.  With --fleet URL all but verify and vacuum act on the
+ * fleet tier instead (convfind_db_options.fleet_db), which must answer.
  */
 #define _POSIX_C_SOURCE 200809L
 
@@ -35,6 +36,7 @@
 typedef struct subcommand {
     const char *name;
     bool takes_arg;
+    bool fleet; /* also on the fleet tier (--fleet) */
     convfind_db_mode mode;
     int (*run)(const cli_command *cmd, const cli_args *a, convfind_db *db, const char *arg);
 } subcommand;
@@ -156,7 +158,7 @@ static void json_record_head(const convfind_db_record *r)
 static int list_one(void *arg, const convfind_db_record *r)
 {
     walk *w = arg;
-    if (strcmp(r->tier, "user") != 0)
+    if (strcmp(r->tier, "system") == 0)
         return 0;
     if (w->a->json) {
         printf("%s", w->n ? ", " : "");
@@ -176,7 +178,7 @@ static int list_one(void *arg, const convfind_db_record *r)
 static int show_one(void *arg, const convfind_db_record *r)
 {
     walk *w = arg;
-    if (strcmp(r->tier, "user") != 0)
+    if (strcmp(r->tier, "system") == 0)
         return 0;
     if (w->a->json) {
         printf("%s", w->n ? ", " : "");
@@ -308,7 +310,8 @@ static int run_stats(const cli_command *cmd, const cli_args *a, convfind_db *db,
     printf("records:         %zu (%zu this environment, %zu other, %zu unreadable)\n",
            s.records, s.current, s.foreign, s.unreadable);
     printf("leases:          %zu\n", s.leases);
-    printf("system records:  %zu\n", s.system_records);
+    if (!a->fleet)
+        printf("system records:  %zu\n", s.system_records);
     if (s.file_bytes >= 0)
         printf("file bytes:      %lld\n", (long long)s.file_bytes);
     return CLI_EXIT_OK;
@@ -433,15 +436,15 @@ static int run_vacuum(const cli_command *cmd, const cli_args *a, convfind_db *db
 }
 
 static const subcommand subcommands[] = {
-    {"path", false, CONVFIND_DB_READ_ONLY, run_path},
-    {"list", false, CONVFIND_DB_READ_ONLY, run_list},
-    {"show", true, CONVFIND_DB_READ_ONLY, run_show},
-    {"stats", false, CONVFIND_DB_READ_ONLY, run_stats},
-    {"verify", false, CONVFIND_DB_READ_ONLY, run_verify},
-    {"export", true, CONVFIND_DB_READ_ONLY, run_export},
-    {"import", true, CONVFIND_DB_READ_WRITE, run_import},
-    {"prune", false, CONVFIND_DB_READ_WRITE, run_prune},
-    {"vacuum", false, CONVFIND_DB_READ_WRITE, run_vacuum},
+    {"path", false, true, CONVFIND_DB_READ_ONLY, run_path},
+    {"list", false, true, CONVFIND_DB_READ_ONLY, run_list},
+    {"show", true, true, CONVFIND_DB_READ_ONLY, run_show},
+    {"stats", false, true, CONVFIND_DB_READ_ONLY, run_stats},
+    {"verify", false, false, CONVFIND_DB_READ_ONLY, run_verify},
+    {"export", true, true, CONVFIND_DB_READ_ONLY, run_export},
+    {"import", true, true, CONVFIND_DB_READ_WRITE, run_import},
+    {"prune", false, true, CONVFIND_DB_READ_WRITE, run_prune},
+    {"vacuum", false, false, CONVFIND_DB_READ_WRITE, run_vacuum},
 };
 #define SUBCOMMAND_COUNT (sizeof subcommands / sizeof subcommands[0])
 
@@ -460,11 +463,18 @@ static int db_main(const cli_command *cmd, cli_args *a)
     if (a->npos > 1 + sub->takes_arg)
         return cli_usage_error(cmd, "unexpected argument '%s' (see convfind help db)",
                                a->pos[1 + sub->takes_arg]);
+    if (a->fleet && (a->db || a->system_db))
+        return cli_usage_error(cmd, "--fleet acts on the fleet tier: --db and --system-db name "
+                               "other databases");
+    if (a->fleet && !sub->fleet)
+        return cli_usage_error(cmd, "'%s' is for the SQLite file, not the fleet tier",
+                               sub->name);
     convfind_db_options o;
     convfind_db_options_init(&o);
     o.path = a->db;
     o.system_path = a->system_db;
     o.mode = sub->mode;
+    o.fleet_db = a->fleet;
     convfind_db *db = NULL;
     convfind_status st = convfind_db_open(&o, &db);
     if (st != CONVFIND_OK)
@@ -476,7 +486,7 @@ static int db_main(const cli_command *cmd, cli_args *a)
 
 static const char *const subcommand_names[] = {"path",   "list",   "show",  "stats", "verify",
                                                "export", "import", "prune", "vacuum", NULL};
-static const int db_flags[] = {CLI_DB, CLI_SYSTEM_DB, -1};
+static const int db_flags[] = {CLI_DB, CLI_SYSTEM_DB, CLI_FLEET, -1};
 static const int output_flags[] = {CLI_JSON, -1};
 static const cli_section sections[] = {
     {"the database", db_flags},
@@ -523,10 +533,17 @@ const cli_command cli_cmd_db = {
         "\"candidates\"), stats {\"database\", \"exists\", \"environment\", \"records\", "
         "\"current\", \"foreign\", \"unreadable\", \"leases\", \"system_records\", "
         "\"file_bytes\"}, path {\"path\", \"exists\"}, the others their count. Options may "
-        "come before or after the subcommand.",
+        "come before or after the subcommand.\n"
+        "\n"
+        "With --fleet URL, path, list, show, stats, export, import and prune act on the fleet "
+        "tier, the PostgreSQL database machines share decisions through (docs/db.md), "
+        "instead of the user database; it is named by its host, port, database and user, "
+        "never its password. There prune deletes expired leases and records that do not "
+        "parse, not other environments' records: they are other machines' decisions.",
     .sections = sections,
     .nsections = 2,
     .examples = "convfind db list --db team.sqlite\n"
+                "convfind db stats --fleet 'host=db.internal dbname=convfind user=tuner'\n"
                 "convfind db --json stats\n"
                 "convfind db export decisions.jsonl && convfind db import decisions.jsonl "
                 "--db /opt/app/system.sqlite",

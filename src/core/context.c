@@ -45,10 +45,12 @@ static convfind_status open_db(convfind_context *ctx, const convfind_context_opt
     c.system_path = o->system_db_path;
     c.env_policy = o->db_env_policy;
     c.locations = cf_env_db_locations(&ctx->env);
+    c.fleet = o->fleet_db;
     c.log = ctx->log;
     c.usable = cf_record_usable;
     c.usable_arg = (void *)ctx->backend;
-    ctx->options.system_db_path = NULL; /* the database keeps its own copy */
+    ctx->options.system_db_path = NULL; /* the database keeps its own copies */
+    ctx->options.fleet_db = NULL;
     if ((st = cf_db_open(&c, &ctx->db)) == CONVFIND_OK)
         cf_db_handle_init(&ctx->db_handle, ctx->db, &c.env);
     return st;
@@ -251,6 +253,8 @@ convfind_status convfind_context_stats_get(const convfind_context *ctx,
     cf_cache_stats_get(ctx->cache, &cs);
     uint64_t stored, unstored;
     cf_db_store_counts(ctx->db, &stored, &unstored);
+    cf_db_stats fleet;
+    cf_db_get_fleet_stats(ctx->db, &fleet);
     convfind_context_stats s = {
         .hits = cs.hits,
         .misses = cs.misses,
@@ -268,6 +272,10 @@ convfind_status convfind_context_stats_get(const convfind_context *ctx,
         .store_failures = unstored,
         .seeded = counter(&ctx->seeded),
         .retimed_low_confidence = counter(&ctx->retimed),
+        .fleet_hits = fleet.fleet_hits,
+        .fleet_pushed = fleet.fleet_pushed,
+        .fleet_faults = fleet.fleet_faults,
+        .fleet_connected = fleet.fleet_connected,
     };
     return cf_options_write(&s, sizeof s, "convfind_context_stats", stats);
 }

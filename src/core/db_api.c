@@ -42,6 +42,9 @@ convfind_status convfind_db_open(const convfind_db_options *options, convfind_db
     if ((unsigned)o.log_level > (unsigned)CONVFIND_LOG_DEBUG)
         return cf_fail(CONVFIND_ERR_INVALID_ENUM, "log_level = %d is not a convfind_log_level",
                        (int)o.log_level);
+    if (o.fleet_db && (o.path || o.system_path))
+        return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "fleet_db opens the fleet tier alone: "
+                       "path and system_path must be NULL");
     cf_fingerprint host;
     if ((st = cf_host_fingerprint(1, 0, &host)) != CONVFIND_OK)
         return st;
@@ -50,9 +53,11 @@ convfind_status convfind_db_open(const convfind_db_options *options, convfind_db
         return st;
     cf_db_config c;
     cf_db_config_init(&c, &host);
-    c.path = o.path;
-    c.system_path = o.system_path;
+    c.path = o.fleet_db ? CF_DB_MEMORY : o.path;
+    c.system_path = o.fleet_db ? "" : o.system_path;
     c.locations = cf_env_db_locations(&env);
+    c.fleet = o.fleet_db ? o.fleet_db : "";
+    c.fleet_only = o.fleet_db != NULL;
     c.mode = o.mode == CONVFIND_DB_READ_ONLY ? CF_DB_INSPECT : CF_DB_MAINTAIN;
     c.log = (cf_log){.fn = o.log_fn, .user = o.log_user,
                      .level = o.log_level ? o.log_level : env.log_level};
@@ -72,6 +77,7 @@ convfind_status convfind_db_open(const convfind_db_options *options, convfind_db
     cf_db_handle_init(handle, db, &c.env);
     handle->owned = true;
     handle->read_only = o.mode == CONVFIND_DB_READ_ONLY;
+    handle->fleet = o.fleet_db != NULL;
     *out = handle;
     return CONVFIND_OK;
 }
@@ -206,7 +212,7 @@ convfind_status convfind_db_foreach(convfind_db *db, const char *key, convfind_d
         return st;
     if (!fn)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "fn is NULL");
-    foreach_arg a = {.db = db, .tier = "user", .fn = fn, .user = user};
+    foreach_arg a = {.db = db, .tier = db->fleet ? "fleet" : "user", .fn = fn, .user = user};
     st = cf_db_foreach(db->db, key, foreach_one, &a);
     a.tier = "system";
     if (st == CONVFIND_OK && !a.failed)

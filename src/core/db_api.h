@@ -14,6 +14,7 @@ struct convfind_db {
     cf_db *db;
     bool owned;            /* opened by convfind_db_open: closed by convfind_db_close */
     bool read_only;        /* opened READ_ONLY: nothing may change the file */
+    bool fleet;            /* opened with fleet_db: the fleet tier alone */
     cf_db_env env;         /* this process's environment, which makes a record current */
     char environment[420]; /* its description, for convfind_db_info */
 };

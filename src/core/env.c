@@ -50,13 +50,15 @@ void cf_env_free(cf_env *env)
     free(env->system_db);
     free(env->xdg_cache_home);
     free(env->home);
-    env->db_path = env->system_db = env->xdg_cache_home = env->home = NULL;
+    free(env->fleet_db);
+    env->db_path = env->system_db = env->xdg_cache_home = env->home = env->fleet_db = NULL;
 }
 
 cf_db_locations cf_env_db_locations(const cf_env *env)
 {
     return (cf_db_locations){.db_path = env->db_path, .system_db = env->system_db,
-                             .xdg_cache_home = env->xdg_cache_home, .home = env->home};
+                             .xdg_cache_home = env->xdg_cache_home, .home = env->home,
+                             .fleet_db = env->fleet_db};
 }
 
 convfind_status cf_env_read(cf_env *env)
@@ -64,7 +66,8 @@ convfind_status cf_env_read(cf_env *env)
     memset(env, 0, sizeof *env);
     if (!copy_of("CONVFIND_DB_PATH", &env->db_path) ||
         !copy_of("CONVFIND_SYSTEM_DB", &env->system_db) ||
-        !copy_of("XDG_CACHE_HOME", &env->xdg_cache_home) || !copy_of("HOME", &env->home)) {
+        !copy_of("XDG_CACHE_HOME", &env->xdg_cache_home) || !copy_of("HOME", &env->home) ||
+        !copy_of("CONVFIND_FLEET_DB", &env->fleet_db)) {
         cf_env_free(env);
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot copy the environment's paths");
     }

@@ -2,7 +2,7 @@
  * env.h - the environment variables the library reads, read in this one place, once
  * per context creation and once per convfind_db_open: CONVFIND_FIND_POLICY, CONVFIND_LOG,
  * and where the find database is (CONVFIND_DB_PATH, CONVFIND_SYSTEM_DB, XDG_CACHE_HOME,
- * HOME).
+ * HOME, and the fleet tier's CONVFIND_FLEET_DB).
  *
  * The values are parsed or copied here and kept with the context (or handed to the
  * database while it opens); nothing downstream calls getenv for them.  A value that means nothing is not an error of the context's creation: it is
@@ -21,9 +21,9 @@
 typedef struct cf_env {
     convfind_find_policy find_policy; /* CONVFIND_FIND_POLICY; DEFAULT when unset or bad */
     convfind_log_level log_level;     /* CONVFIND_LOG; DEFAULT when unset or bad */
-    /* CONVFIND_DB_PATH, CONVFIND_SYSTEM_DB, XDG_CACHE_HOME, HOME: copies, NULL when unset
-     * or empty */
-    char *db_path, *system_db, *xdg_cache_home, *home;
+    /* CONVFIND_DB_PATH, CONVFIND_SYSTEM_DB, XDG_CACHE_HOME, HOME, CONVFIND_FLEET_DB:
+     * copies, NULL when unset or empty */
+    char *db_path, *system_db, *xdg_cache_home, *home, *fleet_db;
     int n_warnings;
     char warnings[CF_ENV_WARNINGS][160];
 } cf_env;

@@ -24,6 +24,9 @@
  * store: a busy database is retried later, and a decision that still could not be
  * stored is counted (cf_db_flush, cf_db_stats.unstored).
  *
+ * An optional fleet tier on a PostgreSQL server sits between the two (db/fleet.h):
+ * lookups go user tier, fleet tier, system tier.
+ *
  * Thread safety: a cf_db may be used by any number of threads at once; each call takes
  * the handle's mutex for the duration of its SQLite work.  Handles, of one process or
  * of several, coordinate through SQLite's locks (WAL mode, busy timeout) and the lease
@@ -60,10 +63,10 @@ typedef enum cf_db_mode {
 } cf_db_mode;
 
 /* What the environment says about the locations: $CONVFIND_DB_PATH, $CONVFIND_SYSTEM_DB,
- * $XDG_CACHE_HOME and $HOME as the caller read them (NULL or "": unset).  Read during
- * cf_db_open only. */
+ * $XDG_CACHE_HOME, $HOME and $CONVFIND_FLEET_DB as the caller read them (NULL or "":
+ * unset).  Read during cf_db_open only. */
 typedef struct cf_db_locations {
-    const char *db_path, *system_db, *xdg_cache_home, *home;
+    const char *db_path, *system_db, *xdg_cache_home, *home, *fleet_db;
 } cf_db_locations;
 
 /* Whether decision `d`, stored for `key`, can be used by this build: false with the
@@ -85,6 +88,14 @@ typedef struct cf_db_config {
     cf_db_mode mode;         /* CF_DB_USE unless set */
     cf_db_usable_fn usable;  /* NULL: every record that parses is used */
     void *usable_arg;
+    /* The fleet tier (db/fleet.h, docs/db.md): a PostgreSQL connection string; NULL:
+     * locations.fleet_db; "" (either): none. */
+    const char *fleet;
+    int fleet_timeout_ms;    /* bound on connecting and on each statement; 0: 2000 */
+    int fleet_retry_ms;      /* after a fault, no new connection before this; 0: 10000 */
+    int fleet_lease_ms;      /* how long a fleet lease lives; 0: lease_ms */
+    bool fleet_only;         /* tools: foreach, stats, import and prune act on the fleet
+                                tier (which must answer); path should be ":memory:" */
 } cf_db_config;
 
 /* A config for decisions made on the host `host` (the environment cf_db_env_make()
@@ -110,7 +121,8 @@ void cf_db_close(cf_db *db);
 const char *cf_db_location(const cf_db *db);
 /* The user tier is a file (read-only or not). */
 bool cf_db_is_persistent(const cf_db *db);
-/* INSPECT: the file exists.  Other modes: the same as cf_db_is_persistent. */
+/* INSPECT: the file exists.  Other modes: the same as cf_db_is_persistent.  With
+ * cfg.fleet_only: true (the fleet tier answered when the handle was opened). */
 bool cf_db_exists(const cf_db *db);
 /* Stores are written to the file (not read-only, not memory). */
 bool cf_db_is_writable(const cf_db *db);
@@ -218,9 +230,19 @@ typedef struct cf_db_stats {
     size_t pending;        /* decisions waiting for a busy database */
     size_t unstored;       /* decisions that could not be stored (see cf_db_store) */
     size_t stored;         /* decisions this handle has written (cf_db_store_counts) */
+    /* The fleet tier (all 0 without one) */
+    bool fleet;            /* configured */
+    bool fleet_connected;  /* connected now */
+    bool fleet_read_only;  /* its schema is newer than this build's */
+    uint64_t fleet_hits;   /* lookups answered by it (this environment) */
+    uint64_t fleet_pushed; /* decisions pushed to it */
+    uint64_t fleet_faults; /* faults: no connection, lost, timed out, refused */
 } cf_db_stats;
 
 convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out);
+
+/* Only the fleet_* members of cf_db_stats (the others zero): cheap, no records read. */
+void cf_db_get_fleet_stats(cf_db *db, cf_db_stats *out);
 
 /* Writes every user-tier record as JSON Lines through `write` (one call per line, its
  * newline included); *count gets the number.  A nonzero return of `write` stops the

@@ -4,6 +4,7 @@
  * pruning, verification and vacuum (see db.h).
  */
 #include "db/db_internal.h"
+#include "db/fleet.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -96,6 +97,11 @@ convfind_status cf_db_foreach(cf_db *db, const char *key, cf_db_record_fn fn, vo
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_foreach: db and fn must not be NULL");
     walk_arg a = {.key = key, .fn = fn, .fn_arg = arg};
     pthread_mutex_lock(&db->mu);
+    if (db->cfg.fleet_only) {
+        convfind_status st = cf_fleet_foreach(db, key, fn, arg);
+        pthread_mutex_unlock(&db->mu);
+        return st;
+    }
     int rc = cf_db_run(db, walk_op, &a);
     pthread_mutex_unlock(&db->mu);
     if (rc != SQLITE_OK)
@@ -120,7 +126,7 @@ convfind_status cf_db_foreach_system(cf_db *db, const char *key, cf_db_record_fn
     return CONVFIND_OK;
 }
 
-static int count_record(const cf_db_record *r, void *arg)
+int cf_db_count_record(const cf_db_record *r, void *arg)
 {
     cf_db_stats *s = ((void **)arg)[0];
     const cf_db *db = ((void **)arg)[1];
@@ -149,8 +155,15 @@ convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_get_stats: db and out must not be NULL");
     memset(out, 0, sizeof *out);
     void *pair[2] = {out, db};
-    walk_arg a = {.fn = count_record, .fn_arg = pair};
+    walk_arg a = {.fn = cf_db_count_record, .fn_arg = pair};
     pthread_mutex_lock(&db->mu);
+    cf_fleet_counters(db, out);
+    if (db->cfg.fleet_only) {
+        convfind_status st = cf_fleet_get_stats(db, out);
+        out->file_bytes = -1;
+        pthread_mutex_unlock(&db->mu);
+        return st;
+    }
     int rc = cf_db_run(db, walk_op, &a);
     out->unreadable = a.unreadable;
     out->records += a.unreadable;
@@ -211,17 +224,15 @@ typedef struct import_arg {
 
 /* Every record keeps the environment and provenance it came with: an imported decision
  * from another machine is foreign here until re-timed, exactly as if measured there. */
-static int import_op(cf_db *db, sqlite3 *conn, void *varg)
+int cf_db_put_records(sqlite3 *conn, const cf_db_record *records, size_t n)
 {
-    (void)db;
-    import_arg *a = varg;
     int rc = cf_db_exec(conn, "BEGIN IMMEDIATE");
     if (rc != SQLITE_OK)
         return rc;
     sqlite3_stmt *ins = NULL;
     rc = cf_db_insert_prepare(conn, &ins);
-    for (size_t i = 0; rc == SQLITE_OK && i < a->n; i++) {
-        const cf_db_record *r = &a->records[i];
+    for (size_t i = 0; rc == SQLITE_OK && i < n; i++) {
+        const cf_db_record *r = &records[i];
         cf_db_row row;
         if (cf_db_row_make(r->key, &r->decision, &row) != CONVFIND_OK) {
             rc = SQLITE_NOMEM;
@@ -236,6 +247,13 @@ static int import_op(cf_db *db, sqlite3 *conn, void *varg)
     if (rc != SQLITE_OK)
         cf_db_exec(conn, "ROLLBACK");
     return rc;
+}
+
+static int import_op(cf_db *db, sqlite3 *conn, void *varg)
+{
+    (void)db;
+    const import_arg *a = varg;
+    return cf_db_put_records(conn, a->records, a->n);
 }
 
 /* The caller's input, read in blocks through its function. */
@@ -357,7 +375,11 @@ convfind_status cf_db_import(cf_db *db, convfind_read_fn read, void *user, const
     *r = (reader){.read = read, .user = user};
     convfind_status st = read_records(db, r, name, &a);
     free(r);
-    if (st == CONVFIND_OK && a.n > 0) {
+    if (st == CONVFIND_OK && a.n > 0 && db->cfg.fleet_only) {
+        pthread_mutex_lock(&db->mu);
+        st = cf_fleet_put_records(db, a.records, a.n);
+        pthread_mutex_unlock(&db->mu);
+    } else if (st == CONVFIND_OK && a.n > 0) {
         pthread_mutex_lock(&db->mu);
         int rc = db->writable ? cf_db_run(db, import_op, &a) : SQLITE_READONLY;
         pthread_mutex_unlock(&db->mu);
@@ -452,6 +474,13 @@ convfind_status cf_db_prune(cf_db *db, size_t *removed)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_prune: db is NULL");
     prune_arg p = {0};
     pthread_mutex_lock(&db->mu);
+    if (db->cfg.fleet_only) {
+        convfind_status st = cf_fleet_prune(db, &p.removed);
+        pthread_mutex_unlock(&db->mu);
+        if (removed)
+            *removed = p.removed;
+        return st;
+    }
     int rc = cf_db_run(db, prune_op, &p);
     pthread_mutex_unlock(&db->mu);
     if (removed)
@@ -496,6 +525,8 @@ convfind_status cf_db_verify(cf_db *db, size_t *bad)
 {
     if (!db)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_verify: db is NULL");
+    if (db->cfg.fleet_only)
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "verify is for SQLite files, not the fleet tier");
     verify_arg v = {{0}, 0};
     pthread_mutex_lock(&db->mu);
     /* Straight on the connection, not through cf_db_run: verification reports damage,
@@ -526,6 +557,8 @@ convfind_status cf_db_vacuum(cf_db *db)
 {
     if (!db)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "cf_db_vacuum: db is NULL");
+    if (db->cfg.fleet_only)
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "vacuum is for SQLite files, not the fleet tier");
     pthread_mutex_lock(&db->mu);
     int rc = cf_db_run(db, vacuum_op, NULL);
     pthread_mutex_unlock(&db->mu);

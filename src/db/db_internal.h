@@ -19,6 +19,8 @@
 /* Long enough for a whole key (CF_DB_KEY_MAX) and an environment in one warning. */
 #define CF_DB_WARNING_MAX 5120
 
+typedef struct cf_fleet cf_fleet;
+
 /* One decision as it is written: what a store needs and what a retry keeps. */
 typedef struct cf_db_row {
     char *key, *algo, *json, *bad;
@@ -54,6 +56,7 @@ struct cf_db {
     char host[256];
     int64_t owner;        /* this handle's identity in the lease table
                              (cf_db_owner_open): unique among this process's handles */
+    cf_fleet *fleet;      /* the fleet tier (fleet.h); NULL without one */
     int warnings;
     char last_warning[CF_DB_WARNING_MAX];
     bool warned_foreign, warned_unreadable, warned_read, warned_busy, warned_unstored;
@@ -145,5 +148,15 @@ int cf_db_insert(sqlite3_stmt *ins, const cf_db_row *r, const cf_db_env *env, co
  * same backend and ISA level, another CPU model or thread count.  Returns an SQLite
  * code; *found says whether `out` (owned by the caller then) holds one. */
 int cf_db_similar_lookup(sqlite3 *conn, const char *key, cf_decision *out, bool *found);
+
+/* A cf_db_record_fn counting `r` into the records, current and foreign members of the
+ * cf_db_stats in ((void **)arg)[0], "current" meaning the environment of the cf_db in
+ * ((void **)arg)[1]: the statistics of the user tier and of the fleet tier. */
+int cf_db_count_record(const cf_db_record *r, void *arg);
+
+/* Writes `n` whole records (their own environment and provenance) in one transaction,
+ * replacing records of the same key and environment: import, and the fleet tier's
+ * copies.  Returns an SQLite code. */
+int cf_db_put_records(sqlite3 *conn, const cf_db_record *records, size_t n);
 
 #endif /* CONVFIND_DB_INTERNAL_H */

@@ -5,6 +5,7 @@
  * themselves is db_file.c's.
  */
 #include "db/db_internal.h"
+#include "db/fleet.h"
 
 #include <stdarg.h>
 #include <stdio.h>
@@ -155,6 +156,7 @@ void cf_db_config_init(cf_db_config *config, const cf_fingerprint *host)
 
 static void free_handle(cf_db *db)
 {
+    cf_fleet_close(db);
     cf_db_owner_close(db->owner);
     if (db->user)
         sqlite3_close_v2(db->user);
@@ -205,6 +207,7 @@ convfind_status cf_db_open(const cf_db_config *config, cf_db **out)
     db->cfg.path = db->path_copy;
     db->cfg.system_path = db->system_copy;
     db->owner = cf_db_owner_open();
+    db->cfg.fleet = NULL; /* cf_fleet_open keeps its own copy */
     if (gethostname(db->host, sizeof db->host - 1) != 0)
         snprintf(db->host, sizeof db->host, "unknown-host");
 
@@ -221,6 +224,11 @@ convfind_status cf_db_open(const cf_db_config *config, cf_db **out)
         return st;
     }
     cf_db_open_system(db);
+    st = cf_fleet_open(db, config->fleet ? config->fleet : config->locations.fleet_db);
+    if (st != CONVFIND_OK) {
+        free_handle(db);
+        return st;
+    }
     memset(&db->cfg.locations, 0, sizeof db->cfg.locations); /* the caller's, for opening */
     *out = db;
     return CONVFIND_OK;
@@ -251,7 +259,8 @@ static pthread_mutex_t *mu_of(const cf_db *db) { return (pthread_mutex_t *)&db->
 const char *cf_db_location(const cf_db *db)
 {
     pthread_mutex_lock(mu_of(db));
-    const char *where = db->file && (db->persistent || db->cfg.mode == CF_DB_INSPECT)
+    const char *where = db->cfg.fleet_only ? cf_fleet_where(db)
+                        : db->file && (db->persistent || db->cfg.mode == CF_DB_INSPECT)
                             ? db->file
                             : CF_DB_MEMORY;
     pthread_mutex_unlock(mu_of(db));
@@ -269,7 +278,9 @@ bool cf_db_is_persistent(const cf_db *db)
 bool cf_db_exists(const cf_db *db)
 {
     pthread_mutex_lock(mu_of(db));
-    bool e = db->cfg.mode == CF_DB_INSPECT ? db->exists : db->persistent;
+    bool e = db->cfg.fleet_only                ? true /* opening it connected */
+             : db->cfg.mode == CF_DB_INSPECT ? db->exists
+                                             : db->persistent;
     pthread_mutex_unlock(mu_of(db));
     return e;
 }
@@ -314,6 +325,14 @@ convfind_status cf_db_load_decision(const cf_db *db, const char *key, const char
     if (st == CONVFIND_OK && (st = cf_db_check_usable(db, key, out)) != CONVFIND_OK)
         cf_decision_clear(out);
     return st;
+}
+
+void cf_db_get_fleet_stats(cf_db *db, cf_db_stats *out)
+{
+    memset(out, 0, sizeof *out);
+    pthread_mutex_lock(&db->mu);
+    cf_fleet_counters(db, out);
+    pthread_mutex_unlock(&db->mu);
 }
 
 int cf_db_warning_count(const cf_db *db)

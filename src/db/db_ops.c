@@ -18,6 +18,7 @@
  * Find blocks nobody for long.
  */
 #include "db/db_internal.h"
+#include "db/fleet.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -119,13 +120,15 @@ static void read_failed(cf_db *db, const char *what, int rc)
 static cf_db_found lookup_locked(cf_db *db, const char *key, cf_decision *out)
 {
     lookup_arg u = {.key = key, .env = &db->cfg.env};
-    lookup_arg s = u;
+    lookup_arg s = u, f = u;
     int rc = cf_db_run(db, tier_lookup, &u);
     if (rc != SQLITE_OK) {
         read_failed(db, db->file ? db->file : "the database", rc);
         u.found = false;
     }
-    if (!(u.found && u.exact) && db->sys) {
+    if (!(u.found && u.exact) && db->fleet)
+        f.found = cf_fleet_lookup(db, key, &f.dec, &f.exact);
+    if (!(u.found && u.exact) && !(f.found && f.exact) && db->sys) {
         rc = tier_lookup(db, db->sys, &s);
         if (rc != SQLITE_DONE && rc != SQLITE_OK) {
             cf_db_warn(db, "system database became unreadable (%s); ignoring it",
@@ -136,8 +139,10 @@ static cf_db_found lookup_locked(cf_db *db, const char *key, cf_decision *out)
         }
     }
     lookup_arg *best = u.found && u.exact   ? &u
+                       : f.found && f.exact ? &f
                        : s.found && s.exact ? &s
                        : u.found            ? &u
+                       : f.found            ? &f
                        : s.found            ? &s
                                             : NULL;
     cf_db_found found = CF_DB_MISS;
@@ -152,6 +157,7 @@ static cf_db_found lookup_locked(cf_db *db, const char *key, cf_decision *out)
         memset(&best->dec, 0, sizeof best->dec);
     }
     cf_decision_clear(&u.dec);
+    cf_decision_clear(&f.dec);
     cf_decision_clear(&s.dec);
     return found;
 }
@@ -291,6 +297,8 @@ convfind_status cf_db_store(cf_db *db, const char *const *keys, const cf_decisio
     if (st == CONVFIND_OK && !grown)
         st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot hold %d records", n);
     if (st == CONVFIND_OK) {
+        if (db->fleet)
+            cf_fleet_push(db, rows, (size_t)n);
         db->pending = grown;
         memcpy(db->pending + db->n_pending, rows, (size_t)n * sizeof *rows);
         db->n_pending += (size_t)n;
@@ -369,10 +377,10 @@ static int lease_op(cf_db *db, sqlite3 *conn, void *varg)
     return rc;
 }
 
-/* cf_db_lease_acquire without the lock.  Where the lease table cannot be written the
- * process benchmarks anyway: a lease only saves work, it never guards correctness.  A
- * database that was just found busy is not waited for again for every key. */
-static bool acquire_locked(cf_db *db, const char *key)
+/* This machine's lease of `key`.  Where the lease table cannot be written the process
+ * benchmarks anyway: a lease only saves work, it never guards correctness.  A database
+ * that was just found busy is not waited for again for every key. */
+static bool acquire_local(cf_db *db, const char *key)
 {
     if (!db->writable || cf_db_now_ms() < db->retry_at_ms)
         return true;
@@ -381,6 +389,20 @@ static bool acquire_locked(cf_db *db, const char *key)
     if (cf_db_rc_busy(rc))
         db->retry_at_ms = cf_db_now_ms() + db->cfg.busy_timeout_ms;
     return rc != SQLITE_OK || a.acquired;
+}
+
+static void release_local(cf_db *db, const char *key);
+
+/* cf_db_lease_acquire without the lock: this machine's lease, then the fleet's. */
+static bool acquire_locked(cf_db *db, const char *key)
+{
+    if (!acquire_local(db, key))
+        return false;
+    if (db->fleet && !cf_fleet_lease(db, key)) {
+        release_local(db, key); /* another machine measures it: wait with the others */
+        return false;
+    }
+    return true;
 }
 
 convfind_status cf_db_lease_acquire(cf_db *db, const char *key, bool *acquired)
@@ -411,10 +433,17 @@ static int release_op(cf_db *db, sqlite3 *conn, void *varg)
 }
 
 /* A lease that cannot be deleted now expires, or dies with this process. */
-static void release_locked(cf_db *db, const char *key)
+static void release_local(cf_db *db, const char *key)
 {
     if (db->writable && cf_db_now_ms() >= db->retry_at_ms)
         cf_db_run(db, release_op, (void *)key);
+}
+
+static void release_locked(cf_db *db, const char *key)
+{
+    release_local(db, key);
+    if (db->fleet)
+        cf_fleet_release(db, key);
 }
 
 void cf_db_lease_release(cf_db *db, const char *key)

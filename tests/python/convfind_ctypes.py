@@ -120,6 +120,7 @@ class ContextOptions(ctypes.Structure):
         ("log_level", ctypes.c_int),
         ("parallel_for", ctypes.c_void_p),
         ("parallel_for_user", ctypes.c_void_p),
+        ("fleet_db", ctypes.c_char_p),
     ]
 
     def __init__(self):
