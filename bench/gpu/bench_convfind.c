@@ -28,8 +28,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_kernels.h"
 #include "convfind.h"
-#include "cuda/kernels.h"
 #include "layers.h"
 
 #define SAMPLES 15
@@ -241,12 +241,12 @@ int main(int argc, char **argv)
             check_cuda(cudaMalloc(&w, nw * esz), "w");
             check_cuda(cudaMalloc(&y, ny * esz), "y");
             check_cuda(cudaMalloc(&b, nb * esz), "b");
-            check_cuda(cf_cuda_fill(x, dt, nx, 11, stream), "fill x");
-            check_cuda(cf_cuda_fill(w, dt, nw, 12, stream), "fill w");
-            check_cuda(cf_cuda_fill(b, dt, nb, 13, stream), "fill b");
+            check_cuda(bench_fill(x, dt, nx, 11, stream), "fill x");
+            check_cuda(bench_fill(w, dt, nw, 12, stream), "fill w");
+            check_cuda(bench_fill(b, dt, nb, 13, stream), "fill b");
             if (d.has_residual) {
                 check_cuda(cudaMalloc(&z, ny * esz), "z");
-                check_cuda(cf_cuda_fill(z, dt, ny, 14, stream), "fill z");
+                check_cuda(bench_fill(z, dt, ny, 14, stream), "fill z");
             }
             check_cuda(cudaStreamSynchronize(stream), "fill");
             if (top > 0)

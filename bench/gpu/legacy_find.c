@@ -4,7 +4,7 @@
  * fastest successful algorithm timed exactly as bench_convfind.c times convfind (5
  * warm-up runs, 15 samples of 10 back-to-back runs, median, non-zero inputs).  Each run
  * is the convolution and the layer's epilogue (layers.h: bias, residual, ReLU or ReLU6)
- * in one elementwise pass after it (bench_epilogue.cu), as convfind's fallback
+ * in one elementwise pass after it (bench_kernels.cu), as convfind's fallback
  * epilogue does.
  *
  *   legacy_find <layers.csv> <fp32|tf32|fp16|bf16> <N> <nchw|nhwc>
@@ -21,8 +21,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "bench_epilogue.h"
-#include "cuda/kernels.h"
+#include "bench_kernels.h"
 #include "layers.h"
 
 #define SAMPLES 15
@@ -72,7 +71,8 @@ typedef struct layer_run {
 } layer_run;
 
 static void conv_and_epilogue(cudnnHandle_t h, const layer_run *r, cudnnConvolutionFwdAlgo_t algo,
-                              int dtype, int nhwc, const bl_epilogue *e, cudaStream_t stream)
+                              convfind_dtype dtype, int nhwc, const bl_epilogue *e,
+                              cudaStream_t stream)
 {
     const float one = 1.0f, zero = 0.0f;
     CK(cudnnConvolutionForward(h, &one, r->xd, r->x, r->wd, r->w, r->cd, algo, r->ws, r->ws_size,
@@ -91,21 +91,21 @@ int main(int argc, char **argv)
     const char *prec = argv[2];
     const int n = atoi(argv[3]);
     const int nhwc = strcmp(argv[4], "nhwc") == 0;
-    convfind_dtype cdt;
+    convfind_dtype dtype;
     convfind_math_mode mm;
-    if (bl_precision(prec, &cdt, &mm) != 0 || mm == CONVFIND_MATH_ALLOW_SPLIT_TF32) {
+    if (bl_precision(prec, &dtype, &mm) != 0 || mm == CONVFIND_MATH_ALLOW_SPLIT_TF32) {
         fprintf(stderr, "precision %s: not one of fp32, tf32, fp16, bf16\n", prec);
         return 2;
     }
-    const int dtype = cdt == CONVFIND_DTYPE_F16 ? 1 : cdt == CONVFIND_DTYPE_BF16 ? 2 : 0;
-    const cudnnDataType_t dt = dtype == 1   ? CUDNN_DATA_HALF
-                               : dtype == 2 ? CUDNN_DATA_BFLOAT16
-                                            : CUDNN_DATA_FLOAT;
-    const cudnnMathType_t math = dtype                        ? CUDNN_TENSOR_OP_MATH
+    const bool f32 = dtype == CONVFIND_DTYPE_F32;
+    const cudnnDataType_t dt = dtype == CONVFIND_DTYPE_F16    ? CUDNN_DATA_HALF
+                               : dtype == CONVFIND_DTYPE_BF16 ? CUDNN_DATA_BFLOAT16
+                                                              : CUDNN_DATA_FLOAT;
+    const cudnnMathType_t math = !f32                        ? CUDNN_TENSOR_OP_MATH
                                  : strcmp(prec, "tf32") == 0 ? CUDNN_DEFAULT_MATH
                                                              : CUDNN_FMA_MATH;
     const cudnnTensorFormat_t fmt = nhwc ? CUDNN_TENSOR_NHWC : CUDNN_TENSOR_NCHW;
-    const size_t esz = dtype ? 2 : 4;
+    const size_t esz = f32 ? 4 : 2;
     int devices = 0;
     if (cudaGetDeviceCount(&devices) != cudaSuccess || devices == 0) {
         printf("SKIP: no CUDA device\n");
@@ -145,10 +145,10 @@ int main(int argc, char **argv)
         CC(cudaMalloc(&r.y, ny * esz));
         CC(cudaMalloc(&r.b, (size_t)r.oc * esz));
         CC(cudaMalloc(&r.z, ny * esz));
-        CC(cf_cuda_fill(r.x, cdt, nx, 11, stream));
-        CC(cf_cuda_fill(r.w, cdt, nw, 12, stream));
-        CC(cf_cuda_fill(r.b, cdt, (size_t)r.oc, 13, stream));
-        CC(cf_cuda_fill(r.z, cdt, ny, 14, stream));
+        CC(bench_fill(r.x, dtype, nx, 11, stream));
+        CC(bench_fill(r.w, dtype, nw, 12, stream));
+        CC(bench_fill(r.b, dtype, (size_t)r.oc, 13, stream));
+        CC(bench_fill(r.z, dtype, ny, 14, stream));
         /* The same workspace Find may use as ONNX Runtime's default: as much as fits. */
         r.ws_size = (size_t)1 << 30;
         CC(cudaMalloc(&r.ws, r.ws_size));
