@@ -19,11 +19,21 @@
  *     Find waits for it (the cache's single flight: the wait, and the re-check under the
  *     shard's write lock), a miss racing another context's Find waits for its lease (the
  *     database's single flight), an evicted decision comes back from the database;
+ *   - per shape, exactly one context planned it from its own Find (source MEASURED);
+ *     every plan of an in-context race did (a racer that got its decision from the
+ *     database measured nothing, but it obtained the key a second time instead of
+ *     waiting in the cache);
  *   - every plan of a shape, in every context, runs the one decision that Find made;
  *   - outputs are right, no call fails, no waiter gave up (no heuristic source);
  *   - the churn was real: evictions in every context, misses beyond the shapes, and
  *     concurrent misses that waited.
  * CI runs it again under ThreadSanitizer (ctest label "concurrency").
+ *
+ * Checked by mutation, 20 runs each, every run failing: a miss that finds a PENDING
+ * entry measures on its own instead of waiting (cache.c), no re-check of the shard
+ * under its write lock before linking a new entry (cache.c), no database lease
+ * (db_ops.c acquire_locked always grants), no look-up again after the lease is taken
+ * (db_ops.c cf_db_begin).
  */
 #include <math.h>
 #include <pthread.h>
@@ -31,6 +41,7 @@
 #include <setjmp.h>
 #include <stdarg.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -62,6 +73,10 @@ typedef struct shared {
     start_line in_context, across;
     /* What each thread's plan of each shape ran (written by that thread only). */
     char algo[SHAPES][WORKERS][CF_ALGO_NAME_MAX];
+    /* For each shape, one bit per context that ever planned it from a decision of its
+     * own Find (source MEASURED): exactly one bit per shape when the key was measured
+     * once over all contexts. */
+    atomic_int measured_by[SHAPES];
 } shared;
 
 typedef struct worker {
@@ -70,6 +85,7 @@ typedef struct worker {
     int slot;
     unsigned seed;
     long errors, wrong, heuristic, plans;
+    long unshared; /* plans of an in-context race that did not get the racers' one Find */
 } worker;
 
 /* Waits until `parties` racers have arrived for race number `race`. */
@@ -82,8 +98,11 @@ static void race_start(start_line *l, int parties, int race)
 }
 
 /* Plans shape `i`; records its algorithm the first time, checks it against the record
- * afterwards, and counts what went wrong.  Returns the plan, or NULL. */
-static convfind_plan *plan_shape(worker *w, int i)
+ * afterwards, and counts what went wrong.  A plan of an in-context race (`racing`) must
+ * come from the Find that one of the racers made in this context: a racer that took it
+ * from the database instead obtained the key again rather than waiting in the cache.
+ * Returns the plan, or NULL. */
+static convfind_plan *plan_shape(worker *w, int i, bool racing)
 {
     convfind_plan *plan = NULL;
     if (convfind_plan_create(w->s->ctx[w->ctx], w->s->shapes[i], &plan) != CONVFIND_OK) {
@@ -98,6 +117,9 @@ static convfind_plan *plan_shape(worker *w, int i)
         return NULL;
     }
     w->heuristic += info.source == CONVFIND_SOURCE_HEURISTIC;
+    w->unshared += racing && info.source != CONVFIND_SOURCE_MEASURED;
+    if (info.source == CONVFIND_SOURCE_MEASURED)
+        atomic_fetch_or(&w->s->measured_by[i], 1 << w->ctx);
     char *mine = w->s->algo[i][w->slot];
     if (!mine[0])
         snprintf(mine, CF_ALGO_NAME_MAX, "%s", info.algorithm);
@@ -107,11 +129,11 @@ static convfind_plan *plan_shape(worker *w, int i)
 }
 
 /* Plans shape `i`, executes it and checks the output. */
-static void plan_and_run(worker *w, int i)
+static void plan_and_run(worker *w, int i, bool racing)
 {
     tu_data data;
     tu_data_init(&data, w->s->shapes[i], w->seed + (unsigned)i);
-    convfind_plan *plan = plan_shape(w, i);
+    convfind_plan *plan = plan_shape(w, i, racing);
     if (plan) {
         for (size_t k = 0; k < data.ny; k++)
             data.y[k] = NAN;
@@ -133,16 +155,17 @@ static void *run(void *arg)
         pthread_barrier_wait(&s->phase);
         if (w->ctx == r % CONTEXTS) {
             race_start(&s->in_context, THREADS, r);
-            plan_and_run(w, 2 * r);
+            plan_and_run(w, 2 * r, true);
         }
         pthread_barrier_wait(&s->phase);
         if (w->index == r % THREADS) {
             race_start(&s->across, CONTEXTS, r);
-            plan_and_run(w, 2 * r + 1);
+            plan_and_run(w, 2 * r + 1, false);
         }
         for (int j = 0; j < REPLANS; j++) {
             w->seed = w->seed * 1103515245u + 12345u;
-            convfind_plan_destroy(plan_shape(w, (int)((w->seed >> 8) % (unsigned)(2 * r + 2))));
+            convfind_plan_destroy(
+                plan_shape(w, (int)((w->seed >> 8) % (unsigned)(2 * r + 2)), false));
         }
     }
     return NULL;
@@ -178,13 +201,14 @@ static void test_churn(void **state)
                          .seed = 7u * (unsigned)i + 1};
         assert_int_equal(pthread_create(&th[i], NULL, run, &wk[i]), 0);
     }
-    long errors = 0, wrong = 0, heuristic = 0, plans = 0;
+    long errors = 0, wrong = 0, heuristic = 0, plans = 0, unshared = 0;
     for (int i = 0; i < WORKERS; i++) {
         pthread_join(th[i], NULL);
         errors += wk[i].errors;
         wrong += wk[i].wrong;
         heuristic += wk[i].heuristic;
         plans += wk[i].plans;
+        unshared += wk[i].unshared;
     }
     uint64_t finds = 0, misses = 0, waits = 0;
     for (int c = 0; c < CONTEXTS; c++) {
@@ -211,12 +235,20 @@ static void test_churn(void **state)
             differ += strcmp(s.algo[i][t], first) != 0;
         }
     }
-    printf("plans %ld errors %ld wrong %ld heuristic %ld differ %ld; finds %llu for %d "
-           "shapes\n", plans, errors, wrong, heuristic, differ, (unsigned long long)finds,
-           SHAPES);
+    /* Shapes that no context, or more than one, planned from its own Find. */
+    long not_once = 0;
+    for (int i = 0; i < SHAPES; i++) {
+        int m = atomic_load(&s.measured_by[i]);
+        not_once += m == 0 || (m & (m - 1)) != 0;
+    }
+    printf("plans %ld errors %ld wrong %ld heuristic %ld differ %ld unshared %ld; finds %llu "
+           "for %d shapes, %ld not measured by exactly one context\n", plans, errors, wrong,
+           heuristic, differ, unshared, (unsigned long long)finds, SHAPES, not_once);
     assert_int_equal(errors, 0);
     assert_int_equal(heuristic, 0);
     assert_int_equal(finds, SHAPES);
+    assert_int_equal(not_once, 0);
+    assert_int_equal(unshared, 0);
     assert_int_equal(differ, 0);
     assert_int_equal(wrong, 0);
     assert_true(misses > (uint64_t)SHAPES);
