@@ -1,6 +1,6 @@
 /*
  * algo_layers.c - times one named algorithm on every layer of a benchmark CSV
- * (../shared/bench format) and checks each result against cpu.reference, through the
+ * (the layer CSV of data/resnet50_convs.csv) and checks each result against cpu.reference, through the
  * public API alone.
  *
  *   algo_layers CSV ALGO THREADS [REPEATS] [nchw|nhwc] [FILTER]
