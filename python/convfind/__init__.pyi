@@ -17,6 +17,7 @@ from ._convfind import (
     OutOfMemoryError as OutOfMemoryError,
     Plan as Plan,
     SizeOverflowError as SizeOverflowError,
+    UnavailableError as UnavailableError,
     UnsupportedError as UnsupportedError,
     algorithms as algorithms,
     cuda_available as cuda_available,

@@ -207,7 +207,8 @@ static PyObject *context_stats(cfpy_context *self, PyObject *unused)
     if (st != CONVFIND_OK)
         return cfpy_raise_status(st);
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:n,s:n,s:n,s:n,s:K,s:K,s:K}", "hits",
+        "{s:K,s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:n,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O}",
+        "hits",
         (unsigned long long)s.hits, "misses", (unsigned long long)s.misses, "waits",
         (unsigned long long)s.waits, "finds", (unsigned long long)s.finds, "find_seconds",
         s.find_seconds, "evictions", (unsigned long long)s.evictions, "fallbacks",
@@ -216,7 +217,11 @@ static PyObject *context_stats(cfpy_context *self, PyObject *unused)
         "cache_bytes", (Py_ssize_t)s.cache_bytes, "cache_peak_bytes",
         (Py_ssize_t)s.cache_peak_bytes, "cache_budget", (Py_ssize_t)s.cache_budget, "stored",
         (unsigned long long)s.stored, "store_failures", (unsigned long long)s.store_failures,
-        "seeded", (unsigned long long)s.seeded);
+        "seeded", (unsigned long long)s.seeded, "retimed_low_confidence",
+        (unsigned long long)s.retimed_low_confidence, "fleet_hits",
+        (unsigned long long)s.fleet_hits, "fleet_pushed", (unsigned long long)s.fleet_pushed,
+        "fleet_faults", (unsigned long long)s.fleet_faults, "fleet_connected",
+        s.fleet_connected ? Py_True : Py_False);
 }
 
 static PyObject *get_device_code(cfpy_context *self, void *closure)
@@ -243,7 +248,8 @@ static PyMethodDef context_methods[] = {
     {"stats", (PyCFunction)context_stats, METH_NOARGS,
      "stats()\n--\n\nA snapshot of the context's counters as a dict: hits, misses, waits,\n"
      "finds, find_seconds, evictions, fallbacks, deferred_updates, cache_entries,\n"
-     "cache_bytes, cache_peak_bytes, cache_budget."},
+     "cache_bytes, cache_peak_bytes, cache_budget, stored, store_failures, seeded,\n"
+     "retimed_low_confidence, fleet_hits, fleet_pushed, fleet_faults, fleet_connected."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef context_getset[] = {

@@ -28,6 +28,7 @@ static const error_class error_classes[] = {
     {CONVFIND_ERR_NOT_FOUND, "NotFoundError", &PyExc_LookupError},
     {CONVFIND_ERR_BACKEND, "BackendError", NULL},
     {CONVFIND_ERR_IO, "FileIOError", &PyExc_OSError},
+    {CONVFIND_ERR_UNAVAILABLE, "UnavailableError", NULL},
 };
 #define N_CLASSES (sizeof error_classes / sizeof error_classes[0])
 

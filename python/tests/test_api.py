@@ -99,6 +99,10 @@ def test_stats_count_hits_and_misses(ctx, rng):
         ctx.plan((1, 2, 4, 4), w)
     s = ctx.stats()
     assert s["misses"] == 1 and s["hits"] == 2 and s["cache_entries"] == 1
+    # Every counter of convfind_context_stats is there; no fleet tier was configured.
+    assert {"stored", "store_failures", "seeded", "retimed_low_confidence", "fleet_hits",
+            "fleet_pushed", "fleet_faults"} <= set(s)
+    assert s["fleet_connected"] is False and s["fleet_hits"] == 0
 
 
 def test_each_status_has_its_own_exception_class_with_the_library_message(ctx, rng):
@@ -111,7 +115,16 @@ def test_each_status_has_its_own_exception_class_with_the_library_message(ctx, r
         ctx.conv(x, rand(rng, 4, 3, 3, 3), strides=[0, 1])
     names = {cls.status_name for cls in vars(convfind).values()
              if isinstance(cls, type) and issubclass(cls, convfind.Error) and cls is not convfind.Error}
-    assert len(names) == 11
+    assert len(names) == 12
+
+
+def test_a_gpu_context_without_a_usable_gpu_is_unavailable():
+    ok, why = convfind.cuda_available(0)
+    if ok:
+        pytest.skip("a usable CUDA device is present: nothing unavailable to test")
+    with pytest.raises(convfind.UnavailableError) as e:
+        convfind.Context(device="cuda")
+    assert e.value.status_name == "CONVFIND_ERR_UNAVAILABLE" and str(e.value)
 
 
 def test_bad_arguments_are_python_errors(ctx, rng):
