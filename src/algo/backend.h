@@ -30,22 +30,45 @@
 #include "decision/decision.h"
 #include "problem/key.h"
 #include "problem/problem.h"
+#include "util/log.h"
 #include "util/threadpool.h"
 
 /* The version of this interface and of every internal struct it passes (cf_problem,
- * cf_algo, cf_exec_args, cf_candidate_stats, cf_fingerprint).  A module is used only when
- * it was built against the same interface and the same library version. */
-#define CF_BACKEND_ABI 3
+ * cf_algo, cf_exec_args, cf_candidate_stats, cf_fingerprint, cf_backend_config).  A
+ * module is used only when it was built against the same interface and the same library
+ * version. */
+#define CF_BACKEND_ABI 4
 
 /* A backend's own per-context state; each backend defines what it holds. */
 typedef struct cf_backend_state cf_backend_state;
 
-/* What open() gets from the context's options. */
+/* Where a device backend offers engines that compile their kernels at run time (cuDNN's
+ * runtime-compiled engines, CONVFIND_CUDNN_RUNTIME_COMPILED). */
+typedef enum cf_runtime_compiled {
+    CF_RUNTIME_COMPILED_DEFAULT = 0, /* the backend's choice (CUDA: grouped convolutions) */
+    CF_RUNTIME_COMPILED_NEVER = 1,
+    CF_RUNTIME_COMPILED_ALWAYS = 2,
+} cf_runtime_compiled;
+
+/* What a context's environment (read once, by core/env.c) asks of its backend.  Only the
+ * values reach the backend, never the environment: nothing below the core reads it. */
+typedef struct cf_backend_env {
+    const cf_log *log; /* the context's log, for what open() cannot honour */
+    /* CPU: the highest ISA level (cf_isa, algo/isa.h) CONVFIND_ISA allows, -1 for none.
+     * The level is the process's, fixed by its first CPU context (cpu/isa.h). */
+    int isa;
+    cf_runtime_compiled runtime_compiled; /* CUDA: CONVFIND_CUDNN_RUNTIME_COMPILED */
+} cf_backend_env;
+
+/* What open() gets from the context's options and environment. */
 typedef struct cf_backend_config {
     int threads;                         /* threads one execution uses (CPU) */
     int device_index;                    /* device ordinal (device backends) */
     convfind_device_allocator allocator; /* device workspace; alloc NULL: the backend's */
     size_t workspace_limit;              /* bytes; 0: unlimited */
+    /* The context's environment; NULL for a state that is no context's (the host's
+     * fingerprint, algo/registry.h), which asks for the defaults and fixes nothing. */
+    const cf_backend_env *env;
 } cf_backend_config;
 
 /* The candidate lists a Find may ask enumerate() for, beyond the vetted candidates that

@@ -11,9 +11,9 @@
 #include <dlfcn.h>
 #include <pthread.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -25,7 +25,9 @@
 
 #define PATH_BYTES 4096
 
-static pthread_once_t once = PTHREAD_ONCE_INIT;
+/* The first request loads under `mu`; `tried` lets every later one skip the lock. */
+static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+static atomic_bool tried;
 static const cf_backend *loaded;
 static char failure[512];
 
@@ -96,11 +98,10 @@ static bool try_load(const char *path, char *why, size_t size, bool *present)
     return true;
 }
 
-static void load(void)
+static void load(const char *explicit_path)
 {
     char why[PATH_BYTES];
     bool present;
-    const char *explicit_path = getenv("CONVFIND_CUDA_MODULE");
     if (explicit_path && *explicit_path) {
         if (!try_load(explicit_path, why, sizeof why, &present))
             format(failure, sizeof failure,
@@ -137,9 +138,16 @@ static void load(void)
                CONVFIND_INSTALL_LIBDIR, hint);
 }
 
-convfind_status cf_module_cuda(const cf_backend **out)
+convfind_status cf_module_cuda(const char *path, const cf_backend **out)
 {
-    pthread_once(&once, load);
+    if (!atomic_load_explicit(&tried, memory_order_acquire)) {
+        pthread_mutex_lock(&mu);
+        if (!atomic_load_explicit(&tried, memory_order_relaxed)) {
+            load(path);
+            atomic_store_explicit(&tried, true, memory_order_release);
+        }
+        pthread_mutex_unlock(&mu);
+    }
     *out = loaded;
     return loaded ? CONVFIND_OK : cf_fail(CONVFIND_ERR_UNAVAILABLE, "%s", failure);
 }

@@ -21,7 +21,8 @@ const cf_backend *cf_backend_host(void)
     return &cf_backend_cpu;
 }
 
-convfind_status cf_backend_for(convfind_device device, const cf_backend **out)
+convfind_status cf_backend_for(convfind_device device, const char *cuda_module,
+                               const cf_backend **out)
 {
     *out = NULL;
     switch (device) {
@@ -29,18 +30,18 @@ convfind_status cf_backend_for(convfind_device device, const cf_backend **out)
         *out = &cf_backend_cpu;
         return CONVFIND_OK;
     case CONVFIND_DEVICE_CUDA:
-        return cf_module_cuda(out);
+        return cf_module_cuda(cuda_module, out);
     }
     return cf_fail(CONVFIND_ERR_INVALID_ENUM, "device = %d is not a convfind_device", (int)device);
 }
 
-int cf_backends(const cf_backend **out, int cap)
+int cf_backends(const char *cuda_module, const cf_backend **out, int cap)
 {
     int n = 0;
     if (n < cap)
         out[n++] = &cf_backend_cpu;
     const cf_backend *cuda;
-    if (n < cap && cf_module_cuda(&cuda) == CONVFIND_OK)
+    if (n < cap && cf_module_cuda(cuda_module, &cuda) == CONVFIND_OK)
         out[n++] = cuda;
     cf_clear_error(); /* an absent module is not this call's failure */
     return n;

@@ -18,13 +18,17 @@
 /* The backend that runs on the host: the CPU.  Static storage. */
 const cf_backend *cf_backend_host(void);
 
-/* The backend of `device`: the host's, or the CUDA module's, loaded now unless it was
- * (CONVFIND_ERR_UNAVAILABLE naming what is missing when it cannot be).  Thread-safe. */
-convfind_status cf_backend_for(convfind_device device, const cf_backend **out);
+/* The backend of `device`: the host's, or the CUDA module's, loaded now from
+ * `cuda_module` (CONVFIND_CUDA_MODULE of the caller's environment; NULL: the usual
+ * places) unless it was (CONVFIND_ERR_UNAVAILABLE naming what is missing when it cannot
+ * be; see cf_module_cuda, algo/module.h).  Thread-safe. */
+convfind_status cf_backend_for(convfind_device device, const char *cuda_module,
+                               const cf_backend **out);
 
 /* Every backend this process can use, the host's first and then the CUDA module's if it
- * loads (loading it now).  Writes up to `cap` into out and returns how many. */
-int cf_backends(const cf_backend **out, int cap);
+ * loads (loading it now, from `cuda_module` as above).  Writes up to `cap` into out and
+ * returns how many. */
+int cf_backends(const char *cuda_module, const cf_backend **out, int cap);
 
 /* The algorithms of `b`, its reference last (for the host backend: a test's substitute
  * when one is set).  Thread-safe. */

@@ -89,11 +89,14 @@ convfind_status convfind_find(convfind_context *ctx, const convfind_problem *pro
     return st;
 }
 
-/* Every backend's algorithms, the host's first: the CUDA module's too where it loads. */
+/* Every backend's algorithms, the host's first: the CUDA module's too where it loads
+ * (from CONVFIND_CUDA_MODULE, should this call be the first to look). */
 static const cf_algo *algorithm_at(int index, int *count)
 {
     const cf_backend *b[2];
-    const int nb = cf_backends(b, 2);
+    cf_env env; /* out of memory: nothing is listed */
+    const int nb = cf_env_read(&env) == CONVFIND_OK ? cf_backends(env.cuda_module, b, 2) : 0;
+    cf_env_free(&env);
     const cf_algo *found = NULL;
     int total = 0;
     for (int i = 0; i < nb; i++) {

@@ -56,14 +56,17 @@ static convfind_status open_db(convfind_context *ctx, const convfind_context_opt
     return st;
 }
 
-/* The backend's state for this context: the device of a CUDA context. */
+/* The backend's state for this context: the device of a CUDA context.  What the
+ * context's environment asks of it goes with the options. */
 static convfind_status open_backend(convfind_context *ctx, const convfind_context_options *o)
 {
+    const cf_backend_env env = cf_env_backend(&ctx->env, &ctx->log);
     const cf_backend_config config = {
         .threads = ctx->num_threads,
         .device_index = o->device_index,
         .allocator = o->device_allocator,
         .workspace_limit = o->workspace_limit,
+        .env = &env,
     };
     return ctx->backend->open(&config, &ctx->device);
 }
@@ -81,7 +84,12 @@ int convfind_cuda_available(int index, char *why, size_t size)
 {
     cf_clear_error();
     const cf_backend *b;
-    if (cf_backend_for(CONVFIND_DEVICE_CUDA, &b) != CONVFIND_OK) {
+    cf_env env; /* where the module is, should this call be the first to look */
+    convfind_status st = cf_env_read(&env);
+    if (st == CONVFIND_OK)
+        st = cf_backend_for(CONVFIND_DEVICE_CUDA, env.cuda_module, &b);
+    cf_env_free(&env);
+    if (st != CONVFIND_OK) {
         if (why && size)
             snprintf(why, size, "%s", convfind_last_error());
         return 0;
@@ -162,7 +170,7 @@ convfind_status convfind_context_create(const convfind_context_options *options,
     }
     resolve(ctx, &o);
     cf_env_report(&ctx->env, &ctx->log);
-    st = cf_backend_for(o.device, &ctx->backend);
+    st = cf_backend_for(o.device, ctx->env.cuda_module, &ctx->backend);
     if (st == CONVFIND_OK && o.db_path && !(ctx->db_path = strdup(o.db_path)))
         st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot copy db_path");
     ctx->options.db_path = ctx->db_path;
@@ -225,6 +233,7 @@ void cf_context_find_config(const convfind_context *ctx, cf_weights weights,
     cfg->pool = ctx->pool;
     cfg->cancel = cancel;
     cfg->retune = NULL;
+    cfg->trace = ctx->env.find_trace;
 }
 
 const cf_algo *cf_context_algo(const convfind_context *ctx, const char *name)

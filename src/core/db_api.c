@@ -2,8 +2,8 @@
  * db_api.c - the public find-database calls (convfind_db_*) over src/db (see db_api.h).
  *
  * A handle opened here reads the environment once (core/env.c) for the database's
- * locations, and checks every record it loads or imports against this build's
- * algorithms (core/record_check.h), as a context's does.
+ * locations and the CUDA module's, and checks every record it loads or imports against
+ * this build's algorithms (core/record_check.h), as a context's does.
  */
 #include "core/db_api.h"
 
@@ -61,7 +61,8 @@ convfind_status convfind_db_open(const convfind_db_options *options, convfind_db
     c.mode = o.mode == CONVFIND_DB_READ_ONLY ? CF_DB_INSPECT : CF_DB_MAINTAIN;
     c.log = (cf_log){.fn = o.log_fn, .user = o.log_user,
                      .level = o.log_level ? o.log_level : env.log_level};
-    c.usable = cf_record_usable; /* NULL: records of any backend this process can use */
+    c.usable = cf_record_usable_anywhere; /* records of any backend this process can use */
+    c.usable_arg = env.cuda_module;        /* the handle keeps it (below) */
     cf_env_report(&env, &c.log);
     convfind_db *handle = calloc(1, sizeof *handle);
     if (!handle)
@@ -69,12 +70,15 @@ convfind_status convfind_db_open(const convfind_db_options *options, convfind_db
     cf_db *db = NULL;
     if (st == CONVFIND_OK)
         st = cf_db_open(&c, &db);
-    cf_env_free(&env);
     if (st != CONVFIND_OK) {
+        cf_env_free(&env);
         free(handle);
         return st;
     }
     cf_db_handle_init(handle, db, &c.env);
+    handle->cuda_module = env.cuda_module;
+    env.cuda_module = NULL;
+    cf_env_free(&env);
     handle->owned = true;
     handle->read_only = o.mode == CONVFIND_DB_READ_ONLY;
     handle->fleet = o.fleet_db != NULL;
@@ -87,6 +91,7 @@ void convfind_db_close(convfind_db *db)
     if (!db || !db->owned)
         return;
     cf_db_close(db->db);
+    free(db->cuda_module);
     free(db);
 }
 

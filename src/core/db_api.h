@@ -16,6 +16,7 @@ struct convfind_db {
     bool read_only;        /* opened READ_ONLY: nothing may change the file */
     bool fleet;            /* opened with fleet_db: the fleet tier alone */
     cf_db_env env;         /* this process's environment, which makes a record current */
+    char *cuda_module;     /* opened alone: its CONVFIND_CUDA_MODULE, for the record check */
     char environment[420]; /* its description, for convfind_db_info */
 };
 

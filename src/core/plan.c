@@ -205,7 +205,7 @@ static convfind_status plan_finish(convfind_plan *plan, convfind_status st, cf_p
 static convfind_status unknown_algorithm(const convfind_context *ctx, const char *name)
 {
     const cf_backend *b[2];
-    const int nb = cf_backends(b, 2);
+    const int nb = cf_backends(ctx->env.cuda_module, b, 2);
     for (int i = 0; i < nb; i++)
         if (b[i] != ctx->backend && cf_backend_find(b[i], name))
             return cf_fail(CONVFIND_ERR_UNSUPPORTED, "algorithm \"%s\" runs on the %s backend; "

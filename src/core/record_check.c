@@ -33,8 +33,9 @@ static bool usable_on(const cf_backend *b, const cf_problem *p, const cf_decisio
     return true;
 }
 
-bool cf_record_usable(void *backend, const char *key, const cf_decision *d, char *why,
-                      size_t size)
+/* The check of cf_record_usable (backend given) and cf_record_usable_anywhere. */
+static bool usable(const cf_backend *backend, const char *cuda_module, const char *key,
+                   const cf_decision *d, char *why, size_t size)
 {
     cf_problem p;
     cf_fingerprint fp;
@@ -54,10 +55,22 @@ bool cf_record_usable(void *backend, const char *key, const cf_decision *d, char
     if (backend)
         return usable_on(backend, &p, d, why, size);
     const cf_backend *b[2];
-    const int nb = cf_backends(b, 2);
+    const int nb = cf_backends(cuda_module, b, 2);
     for (int i = 0; i < nb; i++)
         if (cf_backend_find(b[i], d->algo))
             return usable_on(b[i], &p, d, why, size);
     snprintf(why, size, "algorithm \"%s\" is not one of this build's", d->algo);
     return false;
+}
+
+bool cf_record_usable(void *backend, const char *key, const cf_decision *d, char *why,
+                      size_t size)
+{
+    return usable(backend, NULL, key, d, why, size);
+}
+
+bool cf_record_usable_anywhere(void *cuda_module, const char *key, const cf_decision *d,
+                               char *why, size_t size)
+{
+    return usable(NULL, cuda_module, key, d, why, size);
 }

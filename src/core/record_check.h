@@ -17,12 +17,17 @@
 #include "algo/backend.h"
 #include "decision/decision.h"
 
-/* cf_db_usable_fn for records of `backend` (a const cf_backend *; NULL: of any backend
- * this process can use, the CUDA module's included where it loads).  A record is usable
- * when its key parses, every candidate names an algorithm of one backend that has the
- * decision's algorithm, that algorithm can run the key's problem, and not every candidate
- * failed (one is OK or ABANDONED).  Thread-safe. */
+/* cf_db_usable_fn for records of `backend` (a const cf_backend *, not NULL).  A record
+ * is usable when its key parses, every candidate names an algorithm of one backend that
+ * has the decision's algorithm, that algorithm can run the key's problem, and not every
+ * candidate failed (one is OK or ABANDONED).  Thread-safe. */
 bool cf_record_usable(void *backend, const char *key, const cf_decision *d, char *why,
                       size_t size);
+
+/* The same for records of any backend this process can use, the CUDA module's included
+ * where it loads from `cuda_module` (a const char *, the CONVFIND_CUDA_MODULE of the
+ * caller's environment; NULL: the usual places; algo/module.h). */
+bool cf_record_usable_anywhere(void *cuda_module, const char *key, const cf_decision *d,
+                               char *why, size_t size);
 
 #endif /* CONVFIND_CORE_RECORD_CHECK_H */

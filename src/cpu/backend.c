@@ -4,7 +4,9 @@
  *
  * Its per-context state is the thread count one execution uses, which is part of the
  * fingerprint with the CPU's name and the ISA level the kernels use now (isa.h): both
- * can change which algorithm is fastest (DESIGN.md non-negotiable 1).
+ * can change which algorithm is fastest (DESIGN.md non-negotiable 1).  The level is the
+ * process's: a context's CONVFIND_ISA lowers it only when that context is the process's
+ * first CPU context (cf_isa_settle).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +29,8 @@ static convfind_status cpu_open(const cf_backend_config *config, cf_backend_stat
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate the CPU backend's state");
     }
     s->threads = config->threads;
+    if (config->env)
+        cf_isa_settle(config->env->isa, config->env->log);
     *out = (cf_backend_state *)s;
     return CONVFIND_OK;
 }

@@ -1,48 +1,31 @@
 /*
- * isa.c - runtime CPU feature and cache detection (libcpuinfo), and the ISA override.
+ * isa.c - runtime CPU feature and cache detection (libcpuinfo), and the level the
+ * kernels use: the machine's, lowered by the first CPU context or a test.
  *
  * Detection runs once per process under pthread_once; afterwards every query is a plain
- * read of immutable data, plus one atomic load for the test override.
+ * read of immutable data, plus atomic loads for the first context's level and the test
+ * override.
  */
 #include "cpu/isa.h"
 
 #include <cpuinfo.h>
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
-#include <strings.h>
 
 #include "util/error.h"
 
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
 static cf_isa machine_level = CF_ISA_PORTABLE;
-static cf_isa env_level = CF_ISA_PORTABLE; /* machine level lowered by CONVFIND_ISA */
+/* The machine level lowered by the first CPU context's CONVFIND_ISA; -1: no CPU context
+ * yet (cf_isa_settle). */
+static atomic_int settled_level = -1;
 static cf_cache_sizes caches = {32 * 1024, 512 * 1024, 2 * 1024 * 1024};
 static char cpu_name[96] = "unknown cpu";
 
 /* -1: no cf_isa_force() in effect. */
 static atomic_int forced_level = -1;
-
-static const char *const isa_names[CF_ISA_COUNT] = {"portable", "avx2", "avx512"};
-
-const char *cf_isa_name(cf_isa level)
-{
-    if ((int)level < 0 || (int)level >= CF_ISA_COUNT)
-        return "unknown";
-    return isa_names[level];
-}
-
-int cf_isa_parse(const char *s)
-{
-    if (s == NULL)
-        return -1;
-    for (int i = 0; i < CF_ISA_COUNT; i++)
-        if (strcasecmp(s, isa_names[i]) == 0)
-            return i;
-    return -1;
-}
 
 static void detect_caches(void)
 {
@@ -80,20 +63,6 @@ static void detect(void)
         if (pkg != NULL && pkg->name[0] != '\0')
             snprintf(cpu_name, sizeof cpu_name, "%s", pkg->name);
     }
-    env_level = machine_level;
-    const char *env = getenv("CONVFIND_ISA");
-    if (env != NULL && env[0] != '\0') {
-        int want = cf_isa_parse(env);
-        if (want < 0)
-            fprintf(stderr, "convfind: warning: CONVFIND_ISA=%s is not one of portable, avx2, "
-                            "avx512; using %s\n", env, cf_isa_name(machine_level));
-        else if (want > (int)machine_level)
-            fprintf(stderr, "convfind: warning: CONVFIND_ISA=%s is above this machine's level "
-                            "%s; using %s\n", env, cf_isa_name(machine_level),
-                    cf_isa_name(machine_level));
-        else
-            env_level = (cf_isa)want;
-    }
 }
 
 static void ensure_detected(void)
@@ -111,7 +80,29 @@ cf_isa cf_isa_active(void)
 {
     ensure_detected();
     int forced = atomic_load_explicit(&forced_level, memory_order_relaxed);
-    return forced >= 0 ? (cf_isa)forced : env_level;
+    if (forced >= 0)
+        return (cf_isa)forced;
+    int settled = atomic_load_explicit(&settled_level, memory_order_relaxed);
+    return settled >= 0 ? (cf_isa)settled : machine_level;
+}
+
+void cf_isa_settle(int level, const cf_log *log)
+{
+    ensure_detected();
+    const bool above = level > (int)machine_level;
+    const int want = level < 0 || above ? (int)machine_level : level;
+    int settled = -1;
+    if (!atomic_compare_exchange_strong_explicit(&settled_level, &settled, want,
+                                                 memory_order_relaxed, memory_order_relaxed) &&
+        level >= 0 && settled != want)
+        cf_log_msg(log, CONVFIND_LOG_WARNING, "CONVFIND_ISA=%s: this process's CPU kernels "
+                   "already use %s, fixed when its first CPU context was created; keeping %s",
+                   cf_isa_name((cf_isa)level), cf_isa_name((cf_isa)settled),
+                   cf_isa_name((cf_isa)settled));
+    else if (above)
+        cf_log_msg(log, CONVFIND_LOG_WARNING, "CONVFIND_ISA=%s is above this machine's level "
+                   "%s; using %s", cf_isa_name((cf_isa)level), cf_isa_name(machine_level),
+                   cf_isa_name((cf_isa)(settled >= 0 ? settled : want)));
 }
 
 convfind_status cf_isa_force(cf_isa level)

@@ -7,11 +7,18 @@
  * Detection uses libcpuinfo once per process
  * (pthread_once); everything here is thread-safe and cheap enough to call per execution.
  *
- * Forcing a lower level, so that every kernel path can be tested on one machine:
- *   - environment: CONVFIND_ISA=portable|avx2|avx512, read once at first use;
+ * The level is one for the whole process, not one per context: the kernel tables are
+ * chosen per execution from cf_isa_active(), and an algorithm's packed weights record
+ * the level they were made for, but neither prepare() nor pack_weights() knows which
+ * context it works for.  Lowering it, so that every kernel path can be tested on one
+ * machine:
+ *   - environment: CONVFIND_ISA=portable|avx2|avx512, as the first CPU context's
+ *     environment read (core/env.c) names it: that context's open() passes it to
+ *     cf_isa_settle(), which fixes the level for the rest of the process;
  *   - in-process:  cf_isa_force(), for tests that walk every level in one process.
- * A level above what the machine supports is refused (a warning on stderr for the
- * environment variable, CONVFIND_ERR_UNSUPPORTED for cf_isa_force) and never executed.
+ * A level above what the machine supports is refused (a warning through the context's
+ * log for the environment variable, CONVFIND_ERR_UNSUPPORTED for cf_isa_force) and never
+ * executed.
  *
  * The ISA level is part of a decision's key (DESIGN.md non-negotiable 1): a decision or
  * packed weights made at one level say so, and code that receives packed data made at
@@ -22,38 +29,34 @@
 
 #include <stddef.h>
 
+#include "algo/isa.h"
 #include "convfind.h"
-
-/* Ordered: a higher value includes every lower one. */
-typedef enum cf_isa {
-    CF_ISA_PORTABLE = 0, /* plain C, any architecture */
-    CF_ISA_AVX2_FMA = 1, /* x86-64 AVX2 + FMA3 (256-bit) */
-    CF_ISA_AVX512F = 2   /* x86-64 AVX-512 F, BW, DQ, VL + FMA3 (512-bit, 32 zmm registers) */
-} cf_isa;
-
-#define CF_ISA_COUNT 3
+#include "util/log.h"
 
 /* The highest level this machine and OS support (AVX-512 needs OS zmm state support,
  * which libcpuinfo checks).  CF_ISA_PORTABLE on non-x86 or when detection fails. */
 cf_isa cf_isa_machine(void);
 
-/* The level kernels must use now: the machine level, lowered by CONVFIND_ISA and by
- * cf_isa_force().  Always <= cf_isa_machine().  Thread-safe (an atomic read). */
+/* The level kernels must use now: the machine level, lowered by the first CPU
+ * context's CONVFIND_ISA (cf_isa_settle) and by cf_isa_force().  Before any CPU context
+ * is created, the machine level.  Always <= cf_isa_machine().  Thread-safe (atomic
+ * reads). */
 cf_isa cf_isa_active(void);
+
+/* Called by every CPU context's open() with the level its environment asks for
+ * (CONVFIND_ISA as a cf_isa; -1: none): the first call fixes the process's level to the
+ * lower of that and the machine level; later calls change nothing.  Warns through `log`
+ * when the level asked for is above the machine's, or differs from the one an earlier
+ * context fixed.  Thread-safe. */
+void cf_isa_settle(int level, const cf_log *log);
 
 /* Forces the active level for the whole process (tests).  `level` must be a valid
  * cf_isa not above cf_isa_machine(), else CONVFIND_ERR_UNSUPPORTED (message names it)
  * and nothing changes.  Overrides CONVFIND_ISA.  cf_isa_unforce() returns to the
- * environment's (or the machine's) level.  Plans executing concurrently pick up the
+ * settled (or the machine's) level.  Plans executing concurrently pick up the
  * new level at their next execution. */
 convfind_status cf_isa_force(cf_isa level);
 void cf_isa_unforce(void);
-
-/* "portable", "avx2", "avx512" (the CONVFIND_ISA spellings); "unknown" otherwise. */
-const char *cf_isa_name(cf_isa level);
-
-/* Parses a CONVFIND_ISA spelling (case-insensitive); -1 when `s` is none of them. */
-int cf_isa_parse(const char *s);
 
 /* Data cache sizes in bytes as seen by one core: l1d and l2 are per core, l3 is the
  * share of one core (total L3 / cores sharing it), so blocking for one thread's working

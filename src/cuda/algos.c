@@ -254,6 +254,7 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
         int n[LISTS] = {0};
         for (int l = 0; l < LISTS; l++) {
             cf_cudnn_limits lim = lists[l].limits;
+            lim.offer_compiled = cf_cuda_runtime_compiled(d);
             if (!(extra & CF_CUDA_VARIANTS_UNLISTED))
                 lim.unlisted = 0;
             if ((lists[l].kind == CF_CUDNN_SPLIT && !(extra & CF_CUDA_VARIANTS_SPLIT)) ||

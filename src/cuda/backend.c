@@ -20,8 +20,9 @@
 static convfind_status cuda_open(const cf_backend_config *config, cf_backend_state **out)
 {
     cf_cuda_device *d;
-    convfind_status st = cf_cuda_device_open(config->device_index, &config->allocator,
-                                             config->workspace_limit, &d);
+    convfind_status st = cf_cuda_device_open(
+        config->device_index, &config->allocator, config->workspace_limit,
+        config->env ? config->env->runtime_compiled : CF_RUNTIME_COMPILED_DEFAULT, &d);
     *out = (cf_backend_state *)d;
     return st;
 }

@@ -17,6 +17,7 @@ struct cf_cuda_device {
     size_t cudnn_version;
     convfind_device_allocator alloc;
     size_t workspace_limit;
+    cf_runtime_compiled runtime_compiled;
     pthread_key_t key;
     pthread_mutex_t mu;          /* guards the thread list, never the execution path */
     cf_cuda_thread *threads;
@@ -96,7 +97,8 @@ static void thread_exit(void *value)
 }
 
 convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *alloc,
-                                    size_t workspace_limit, cf_cuda_device **out)
+                                    size_t workspace_limit, cf_runtime_compiled runtime_compiled,
+                                    cf_cuda_device **out)
 {
     *out = NULL;
     char why[256];
@@ -120,6 +122,7 @@ convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *
     if (alloc)
         d->alloc = *alloc;
     d->workspace_limit = workspace_limit;
+    d->runtime_compiled = runtime_compiled;
     if (pthread_key_create(&d->key, thread_exit) != 0) {
         free(d);
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot create a thread-local key");
@@ -149,6 +152,11 @@ void cf_cuda_device_close(cf_cuda_device *d)
 size_t cf_cuda_workspace_limit(const cf_cuda_device *d)
 {
     return d->workspace_limit;
+}
+
+cf_runtime_compiled cf_cuda_runtime_compiled(const cf_cuda_device *d)
+{
+    return d->runtime_compiled;
 }
 
 void cf_cuda_fingerprint(const cf_cuda_device *d, cf_fingerprint *fp)

@@ -22,6 +22,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "algo/backend.h"
 #include "convfind.h"
 #include "problem/key.h"
 #include "problem/problem.h"
@@ -56,13 +57,19 @@ typedef struct cf_cuda_thread {
 /* Opens device `index` for a context: checks that it exists and can run (the reason is
  * the error message otherwise, status CONVFIND_ERR_UNAVAILABLE) and records its name,
  * compute capability and the cuDNN version loaded.  `alloc` (copied; may be NULL or
- * have alloc NULL) supplies workspaces instead of the per-thread buffer. */
+ * have alloc NULL) supplies workspaces instead of the per-thread buffer.
+ * `runtime_compiled`: where Find offers cuDNN's runtime-compiled engines (the context's
+ * CONVFIND_CUDNN_RUNTIME_COMPILED). */
 convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *alloc,
-                                    size_t workspace_limit, cf_cuda_device **out);
+                                    size_t workspace_limit, cf_runtime_compiled runtime_compiled,
+                                    cf_cuda_device **out);
 
 /* The context's workspace limit in bytes (0: unlimited); executions over it fail with
  * CONVFIND_ERR_UNSUPPORTED, and Find marks such configurations not applicable. */
 size_t cf_cuda_workspace_limit(const cf_cuda_device *d);
+
+/* Where the context's Find offers runtime-compiled cuDNN engines (graph.h). */
+cf_runtime_compiled cf_cuda_runtime_compiled(const cf_cuda_device *d);
 
 /* Frees the device and every thread's state on it.  No call may use it concurrently. */
 void cf_cuda_device_close(cf_cuda_device *d);

@@ -542,19 +542,20 @@ static bool has_note(const cudnnBackendNumericalNote_t *notes, int64_t n,
  * milliseconds of compilation each in Find.  On the H200 they were the only fast
  * depthwise engines (about 18x faster than the best precompiled one at N=32,
  * docs/cuda.md) and won nothing else, so they are offered for grouped convolutions;
- * CONVFIND_CUDNN_RUNTIME_COMPILED=1 offers them everywhere, =0 nowhere. */
-static bool runtime_compiled_allowed(const cf_problem *p)
+ * the context's CONVFIND_CUDNN_RUNTIME_COMPILED (limits->offer_compiled) =1 offers them
+ * everywhere, =0 nowhere. */
+static bool runtime_compiled_allowed(const cf_problem *p, cf_runtime_compiled offer)
 {
-    const char *v = getenv("CONVFIND_CUDNN_RUNTIME_COMPILED");
-    if (v && strcmp(v, "0") == 0)
+    if (offer == CF_RUNTIME_COMPILED_NEVER)
         return false;
-    return (v && strcmp(v, "1") == 0) || p->group > 1;
+    return offer == CF_RUNTIME_COMPILED_ALWAYS || p->group > 1;
 }
 
 /* Reads engine id and knobs of one heuristic result for engine problem p, as a
  * configuration of `form` (its layout, padded and split), and whether it is admissible:
- * not excluded by strict math or as runtime-compiled, and for the split form a tensor
- * core engine that reduces in f32 (the split exists to run on tensor cores; graph.h). */
+ * not excluded by strict math or as runtime-compiled (unless form->runtime_compiled
+ * admits them), and for the split form a tensor core engine that reduces in f32 (the
+ * split exists to run on tensor cores; graph.h). */
 static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_problem *p,
                                    const cf_cudnn_config *form, cf_cudnn_config *c,
                                    bool *admissible)
@@ -606,7 +607,7 @@ static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_proble
                                    behavior), "engine behavior notes");
     for (int64_t i = 0; i < n_behavior; i++)
         c->runtime_compiled |= behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
-    if (c->runtime_compiled && !runtime_compiled_allowed(p))
+    if (c->runtime_compiled && !form->runtime_compiled)
         goto done;
     if (form->split)
         *admissible = has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) &&
@@ -773,7 +774,8 @@ convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
         if (padded && (fused || (native && symmetric_pads(p))))
             break;
         const cf_cudnn_config form = {
-            .layout = layout, .padded = padded, .split = split, .fused = fused};
+            .layout = layout, .padded = padded, .split = split, .fused = fused,
+            .runtime_compiled = runtime_compiled_allowed(p, limits->offer_compiled)};
         cf_problem q;
         cf_cudnn_engine_problem(p, &form, &q);
         graph g;

@@ -46,6 +46,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "algo/backend.h"
 #include "convfind.h"
 #include "problem/problem.h"
 
@@ -58,7 +59,8 @@ typedef struct cf_cudnn_config {
     bool split;                  /* the 3xTF32 form of an f32 Conv (above) */
     bool fused;                  /* the epilogue inside the graph (above) */
     bool runtime_compiled;       /* the engine compiles its kernels at run time (NVRTC);
-                                    known from the heuristics, not part of the name */
+                                    known from the heuristics, not part of the name (in
+                                    the form graph.c searches for: such engines admitted) */
     int64_t engine;              /* CUDNN_ATTR_ENGINE_GLOBAL_INDEX */
     int n_knobs;
     int knob_type[CF_CUDNN_MAX_KNOBS];
@@ -110,6 +112,8 @@ typedef struct cf_cudnn_limits {
     int per_engine; /* of those, at most this many of one engine */
     int runtime_compiled; /* of those, at most this many runtime-compiled ones */
     int unlisted;   /* engines of the global list the heuristics do not name (0: none) */
+    cf_runtime_compiled offer_compiled; /* where runtime-compiled engines are offered at
+                                           all: the context's (cf_cuda_runtime_compiled) */
 } cf_cudnn_limits;
 
 /* The configurations cuDNN offers for `p` in physical layout `layout`: heuristic modes

@@ -129,7 +129,7 @@ typedef struct find_run {
     const cf_find_config *cfg;
     cf_find_bench *bench;
     cands c;
-    bool trace; /* CONVFIND_FIND_TRACE=1: one line per candidate on stderr */
+    bool trace; /* cfg->trace: one line per candidate on stderr */
 } find_run;
 
 static int min_repeats(const cf_find_hooks *h)
@@ -461,9 +461,7 @@ convfind_status cf_find_measure(const cf_backend *b, const cf_backend_state *s,
                                 const cf_problem *p, const cf_find_config *cfg, cf_decision *out)
 {
     memset(out, 0, sizeof *out);
-    const char *trace = getenv("CONVFIND_FIND_TRACE");
-    find_run f = {.h = b->find, .reference = b->reference, .cfg = cfg,
-                  .trace = trace && strcmp(trace, "1") == 0};
+    find_run f = {.h = b->find, .reference = b->reference, .cfg = cfg, .trace = cfg->trace};
     const double t0 = now_s();
     convfind_status st = cands_list(b, s, p, cfg->workspace_limit,
                                     cfg->validate ? CF_FIND_LIST_VALIDATING : 0, &f.c);

@@ -94,6 +94,8 @@ typedef struct cf_find_config {
      * first CF_FIND_RETUNE_TOP OK candidates (and the incumbent) are timed, the others
      * are left ABANDONED without running. */
     const cf_decision *retune;
+    bool trace;                 /* one line per candidate and per Find on stderr (the
+                                   context's CONVFIND_FIND_TRACE=1) */
 } cf_find_config;
 
 /* The decision that needs no measurement: the usable candidates of `p` on backend `b`

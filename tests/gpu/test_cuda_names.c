@@ -11,6 +11,7 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
@@ -23,7 +24,8 @@ static void test_config_names(void **state)
 {
     (void)state;
     const cf_backend *cuda;
-    assert_int_equal(cf_backend_for(CONVFIND_DEVICE_CUDA, &cuda), CONVFIND_OK);
+    assert_int_equal(cf_backend_for(CONVFIND_DEVICE_CUDA, getenv("CONVFIND_CUDA_MODULE"), &cuda),
+                     CONVFIND_OK);
     const char *good[] = {"cuda.cudnn:nhwc:e12:k3=2,5=1", "cuda.cudnn:nchw:e0",
                           "cuda.cudnn:nchw:e7:k17=-1", "cuda.cudnn:nhwc+x3:e70:k2=4",
                           "cuda.cudnn:nchw+pad+x3:e1", "cuda.cudnn:nhwc+ep:e5:k2=1"};

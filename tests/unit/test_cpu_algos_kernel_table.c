@@ -4,8 +4,9 @@
  *
  * Every level this machine runs has its own kernels in every family (vector length
  * 4, 8 and 16 for portable, AVX2 and AVX-512), a level above the machine's gets the
- * machine's table, and the active table follows CONVFIND_ISA (ctest runs this program
- * once more with CONVFIND_ISA=portable) and cf_isa_force exactly as cf_isa_active does.
+ * machine's table, and the active table is the machine's until the first CPU context
+ * is created, then follows that context's CONVFIND_ISA (ctest runs this program once
+ * more with CONVFIND_ISA=portable), and cf_isa_force, exactly as cf_isa_active does.
  * The tables are built once, also when many threads ask for them first at once.
  */
 #include <pthread.h>
@@ -17,6 +18,7 @@
 
 #include <cmocka.h>
 
+#include "convfind.h"
 #include "cpu/isa.h"
 #include "cpu/kernel_table.h"
 
@@ -78,15 +80,19 @@ static void test_levels_above_the_machine_get_its_table(void **state)
     assert_ptr_equal(cf_kernel_table_for((cf_isa)-1), cf_kernel_table_for(CF_ISA_PORTABLE));
 }
 
-/* The active table is the table of cf_isa_active(): the machine's level lowered by
- * CONVFIND_ISA, then by cf_isa_force until cf_isa_unforce. */
+/* The active table is the table of cf_isa_active(): the machine's level until the first
+ * CPU context, then lowered by that context's CONVFIND_ISA, then by cf_isa_force until
+ * cf_isa_unforce. */
 static void test_active_table_follows_environment_and_force(void **state)
 {
     (void)state;
+    assert_int_equal(cf_kernel_table_active()->isa, cf_isa_machine());
     const char *env = getenv("CONVFIND_ISA");
     int want = env && cf_isa_parse(env) >= 0 && cf_isa_parse(env) <= (int)cf_isa_machine()
                    ? cf_isa_parse(env)
                    : (int)cf_isa_machine();
+    convfind_context *ctx;
+    assert_int_equal(convfind_context_create(NULL, &ctx), CONVFIND_OK);
     assert_int_equal(cf_kernel_table_active()->isa, want);
     for (int level = 0; level <= (int)cf_isa_machine(); level++) {
         assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
@@ -94,6 +100,8 @@ static void test_active_table_follows_environment_and_force(void **state)
     }
     cf_isa_unforce();
     assert_int_equal(cf_kernel_table_active()->isa, want);
+    convfind_context_destroy(ctx);
+    assert_int_equal(cf_kernel_table_active()->isa, want); /* the process's, not the context's */
 }
 
 int main(void)
