@@ -356,9 +356,11 @@ typedef enum convfind_db_env_policy {
  * The CUDA backend is a module of its own, libconvfind_cuda.so, which the library loads
  * (dlopen) the first time a context asks for CONVFIND_DEVICE_CUDA: libconvfind itself
  * needs no CUDA library to load or to run CPU contexts.  It looks for the module at
- * $CONVFIND_CUDA_MODULE (a path; when set, the only place tried), then next to the
- * library (libconvfind.so's directory, or the program's when linked statically), then in
- * the install libdir, then on the dynamic loader's search path; once per process.
+ * $CONVFIND_CUDA_MODULE (a path, as the environment of the first call that needs the
+ * module named it: a context's at its creation; when set, the only place tried), then
+ * next to the library (libconvfind.so's directory, or the program's when linked
+ * statically), then in the install libdir, then on the dynamic loader's search path;
+ * once per process.
  * convfind_context_create() reports CONVFIND_ERR_UNAVAILABLE with a one-line message
  * naming what is missing (the module path tried and the loader's error, "no usable CUDA
  * device", an old cuDNN) when the CUDA backend cannot run; CPU contexts in the same
@@ -456,8 +458,10 @@ typedef struct convfind_context convfind_context;
  * worker threads (the DEFERRED policy's one background tuner aside): every parallel loop
  * of an execution (and of Find) is given to it, and num_threads must be > 0
  * (CONVFIND_ERR_INVALID_ATTRIBUTE otherwise); it is part of the decision key as the
- * thread count.  The environment variables a context depends on ($CONVFIND_FIND_POLICY,
- * $CONVFIND_LOG, the database's) are read here, once.  Errors: NULL_POINTER,
+ * thread count.  Every environment variable a context depends on ($CONVFIND_FIND_POLICY,
+ * $CONVFIND_LOG, $CONVFIND_FIND_TRACE, the database's, the backends'; docs/environment.md
+ * lists them) is read here, once: changing one later does not change this context; a
+ * value a variable cannot mean is a warning in the context's log.  Errors: NULL_POINTER,
  * INVALID_ENUM and INVALID_ATTRIBUTE naming the option, UNSUPPORTED for a struct_size
  * from a newer header, UNAVAILABLE (CUDA), OUT_OF_MEMORY.  Thread-safe.  A context may be
  * shared by any number of threads. */
