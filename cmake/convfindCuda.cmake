@@ -89,6 +89,7 @@ function(convfind_cuda_attach)
 
   add_library(convfind_cuda MODULE
     src/cuda/backend.c src/cuda/host.c src/cuda/device.c src/cuda/graph.c src/cuda/algos.c
+    src/cuda/lister.c
     src/cuda/find.c src/algo/algo.c $<TARGET_OBJECTS:convfind_cuda_kernels>)
   set_target_properties(convfind_cuda PROPERTIES C_VISIBILITY_PRESET hidden
                         OUTPUT_NAME convfind_cuda)

@@ -123,8 +123,10 @@ typedef struct cf_find_hooks {
      * bench validates, compares Y with the reference by the backend's bound, on every
      * path a plan of the bench's usage may take (with constant weights: packed, and
      * unpacked as a fallback runs).  *runs: how many runs that took (they count as
-     * warm-up runs).  False: FAILED. */
-    bool (*check)(cf_find_bench *b, cf_find_ready *r, int *runs);
+     * warm-up runs); *ms: what a run of the path timed costs, measured on a run that
+     * was not the candidate's first, else 0 (the harness abandons a candidate far
+     * slower than the best so far on it, as on a first sample).  False: FAILED. */
+    bool (*check)(cf_find_bench *b, cf_find_ready *r, int *runs, double *ms);
     /* One sample: `batch` runs back to back, the time per run in milliseconds. */
     convfind_status (*sample)(cf_find_bench *b, cf_find_ready *r, int batch, double *ms);
     /* Optional: waits for every queued run and clears what a refused one left behind;

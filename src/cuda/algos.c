@@ -16,6 +16,7 @@
 
 #include "cuda/graph.h"
 #include "cuda/kernels.h"
+#include "cuda/lister.h"
 #include "util/error.h"
 
 #define ALIGN 256
@@ -222,57 +223,64 @@ static void cudnn_release(void *state)
  * pays two transposes, and won on the H200 mainly where its engines are several times
  * faster (NHWC tensor-core engines for an NCHW caller), which their first configurations
  * show.  A runtime-compiled engine costs tens to hundreds of milliseconds of compilation
- * (graph.c says when they are offered), so each list keeps at most one.  Split lists are
- * for a validating Find under CONVFIND_MATH_ALLOW_SPLIT_TF32 only; fused ones exist where
- * the problem has an epilogue cuDNN can fuse.  On the H200, with longer lists
- * (bench/results/gpu_20261202, first run), the winner was among the first ten
- * candidates measured (about the first two of each list) in 89% of 922 Finds. */
+ * (graph.c says when they are offered): the caller's layout keeps at most one, the
+ * other layout none (on the H200 the depthwise layers they exist for were always won in
+ * the caller's layout, while compiling the other layout's took 140-420 ms per Find).
+ * Fused lists keep mode A's configurations only: the fallback mode's there (engine 0,
+ * a generic kernel, 4-10 ms where the winners took 0.03-0.2 ms) never won.  Split lists are for a validating Find
+ * under CONVFIND_MATH_ALLOW_SPLIT_TF32 only; fused ones exist where the problem has an
+ * epilogue cuDNN can fuse.  On the H200 the winner was mode A's first configuration of
+ * its list in 73% of 700 Finds, and among its first four in 91%
+ * (bench/results/gpu_20261202/run5). */
 static const struct {
     cf_cudnn_kind kind;
     int other_layout;
     cf_cudnn_limits limits;
 } lists[] = {
-    {CF_CUDNN_PLAIN, 0, {.listed = 8, .per_engine = 3, .runtime_compiled = 1, .unlisted = 6}},
-    {CF_CUDNN_PLAIN, 1, {.listed = 3, .per_engine = 2, .runtime_compiled = 1, .unlisted = 2}},
-    {CF_CUDNN_FUSED, 0, {.listed = 3, .per_engine = 2, .runtime_compiled = 1, .unlisted = 0}},
-    {CF_CUDNN_SPLIT, 0, {.listed = 4, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0}},
-    {CF_CUDNN_SPLIT, 1, {.listed = 2, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0}},
+    {CF_CUDNN_PLAIN, 0, {.listed = 8, .per_engine = 3, .runtime_compiled = 1, .unlisted = 6,
+                         .widen = true}},
+    {CF_CUDNN_PLAIN, 1, {.listed = 3, .per_engine = 2, .runtime_compiled = 0, .unlisted = 2,
+                         .widen = true}},
+    {CF_CUDNN_FUSED, 0, {.listed = 3, .per_engine = 2, .runtime_compiled = 1, .unlisted = 0,
+                         .widen = false}},
+    {CF_CUDNN_SPLIT, 0, {.listed = 4, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0,
+                         .widen = true}},
+    {CF_CUDNN_SPLIT, 1, {.listed = 2, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0,
+                         .widen = true}},
 };
 #define LISTS ((int)(sizeof lists / sizeof lists[0]))
 
 int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigned extra,
                            char (*names)[64], int cap)
 {
-    cf_cuda_thread *t;
     int count = 0;
     int prev = cf_cuda_enter(d);
-    if (cf_cuda_thread_get(d, &t) == CONVFIND_OK) {
-        const convfind_layout other = p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
-                                                                       : CONVFIND_LAYOUT_NHWC;
-        enum { EACH = 32 };
-        cf_cudnn_config *c[LISTS] = {0};
-        int n[LISTS] = {0};
-        for (int l = 0; l < LISTS; l++) {
-            cf_cudnn_limits lim = lists[l].limits;
-            lim.offer_compiled = cf_cuda_runtime_compiled(d);
-            if (!(extra & CF_CUDA_VARIANTS_UNLISTED))
-                lim.unlisted = 0;
-            if ((lists[l].kind == CF_CUDNN_SPLIT && !(extra & CF_CUDA_VARIANTS_SPLIT)) ||
-                !(c[l] = calloc(EACH, sizeof *c[l])) ||
-                cf_cudnn_enumerate(t->handle, p, lists[l].other_layout ? other : p->layout,
-                                   lists[l].kind, &lim, c[l], EACH, &n[l]) != CONVFIND_OK)
-                n[l] = 0;
-        }
-        /* Interleaved: a Find whose time budget runs out has still tried the best guesses
-         * of each list. */
-        for (int i = 0; i < EACH && count < cap; i++)
-            for (int l = 0; l < LISTS; l++)
-                if (i < n[l] && count < cap &&
-                    cf_cudnn_config_name(&c[l][i], names[count], 64))
-                    count++;
-        for (int l = 0; l < LISTS; l++)
-            free(c[l]);
+    const convfind_layout other = p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
+                                                                   : CONVFIND_LAYOUT_NHWC;
+    enum { EACH = 32 };
+    cf_cuda_list_job jobs[LISTS];
+    cf_cudnn_config *c = calloc((size_t)LISTS * EACH, sizeof *c);
+    int n = 0;
+    for (int l = 0; c && l < LISTS; l++) {
+        if (lists[l].kind == CF_CUDNN_SPLIT && !(extra & CF_CUDA_VARIANTS_SPLIT))
+            continue;
+        jobs[n] = (cf_cuda_list_job){.p = p, .layout = lists[l].other_layout ? other : p->layout,
+                                     .kind = lists[l].kind, .limits = lists[l].limits,
+                                     .out = c + (size_t)l * EACH, .cap = EACH};
+        jobs[n].limits.offer_compiled = cf_cuda_runtime_compiled(d);
+        if (!(extra & CF_CUDA_VARIANTS_UNLISTED))
+            jobs[n].limits.unlisted = 0;
+        n++;
     }
+    cf_cuda_list(cf_cuda_device_lister(d), d, jobs, n);
+    /* Interleaved: a Find whose time budget runs out has still tried the best guesses
+     * of each list. */
+    for (int i = 0; i < EACH && count < cap; i++)
+        for (int j = 0; j < n; j++)
+            if (i < jobs[j].count && count < cap &&
+                cf_cudnn_config_name(&jobs[j].out[i], names[count], 64))
+                count++;
+    free(c);
     cf_cuda_leave(prev);
     cf_clear_error();
     return count;

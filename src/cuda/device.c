@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "cuda/lister.h"
 #include "util/error.h"
 
 struct cf_cuda_device {
@@ -19,8 +20,11 @@ struct cf_cuda_device {
     size_t workspace_limit;
     cf_runtime_compiled runtime_compiled;
     pthread_key_t key;
-    pthread_mutex_t mu;          /* guards the thread list, never the execution path */
+    pthread_mutex_t mu;          /* guards the thread list and the lister's start, never
+                                    the execution path */
     cf_cuda_thread *threads;
+    cf_cuda_lister *lister;      /* started by the first Find (lister.h) */
+    bool lister_tried;
 };
 
 convfind_status cf_cuda_fail(int err, const char *what)
@@ -136,6 +140,8 @@ void cf_cuda_device_close(cf_cuda_device *d)
 {
     if (!d)
         return;
+    /* First: the listing threads' states leave the list as they end. */
+    cf_cuda_lister_destroy(d->lister);
     pthread_setspecific(d->key, NULL); /* a later key with this number starts empty */
     pthread_key_delete(d->key);        /* no thread_exit() will run for this device any more */
     int prev = cf_cuda_enter(d);
@@ -147,6 +153,19 @@ void cf_cuda_device_close(cf_cuda_device *d)
     cf_cuda_leave(prev);
     pthread_mutex_destroy(&d->mu);
     free(d);
+}
+
+cf_cuda_lister *cf_cuda_device_lister(const cf_cuda_device *cd)
+{
+    cf_cuda_device *d = (cf_cuda_device *)cd; /* only the lister's start changes */
+    pthread_mutex_lock(&d->mu);
+    if (!d->lister_tried) {
+        d->lister_tried = true;
+        d->lister = cf_cuda_lister_create(d);
+    }
+    cf_cuda_lister *l = d->lister;
+    pthread_mutex_unlock(&d->mu);
+    return l;
 }
 
 size_t cf_cuda_workspace_limit(const cf_cuda_device *d)

@@ -71,7 +71,12 @@ size_t cf_cuda_workspace_limit(const cf_cuda_device *d);
 /* Where the context's Find offers runtime-compiled cuDNN engines (graph.h). */
 cf_runtime_compiled cf_cuda_runtime_compiled(const cf_cuda_device *d);
 
-/* Frees the device and every thread's state on it.  No call may use it concurrently. */
+/* The device's listing threads (lister.h), started on the first call; NULL when none
+ * could be.  Thread-safe. */
+struct cf_cuda_lister *cf_cuda_device_lister(const cf_cuda_device *d);
+
+/* Frees the device, its listing threads and every thread's state on it.  No call may use
+ * it concurrently. */
 void cf_cuda_device_close(cf_cuda_device *d);
 
 /* Whether device `index` can be used, with the reason when not (see convfind.h). */

@@ -50,7 +50,12 @@ struct cf_find_bench {
     cudaStream_t stream;
     cudaEvent_t e0, e1;
     void *x, *w, *b, *z, *y;
-    float *ref;              /* device: cuda.direct's Y as floats */
+    /* Validation compares the checked images of Y (below) with cuda.direct's, kept as
+     * floats in ref, one after the other; every value of Y is checked for NaN. */
+    int64_t images[2];
+    int n_images;
+    size_t image_y;          /* values of one image of Y */
+    float *ref;
     double *acc;             /* device: cf_cuda_error_norms()'s sums */
     char current[CF_ALGO_NAME_MAX]; /* the candidate prepared last */
     /* A sticky CUDA error (an illegal or misaligned address in a kernel) leaves the
@@ -90,15 +95,26 @@ static convfind_status run(const cf_find_bench *bn, const cf_algo *a, const void
     return a->execute(bn->p, state, &args);
 }
 
-/* The normwise relative error of Y against the reference, on the device; +inf with a
- * NaN in Y.  Negative when the check itself failed. */
+/* Image `image` of Y in the bench's buffer. */
+static void *y_image(const cf_find_bench *bn, int64_t image)
+{
+    return (char *)bn->y + (size_t)image * bn->image_y * cf_dtype_size(bn->p->dtype);
+}
+
+/* The normwise relative error of the checked images of Y against the reference, on the
+ * device; +inf with a NaN anywhere in Y (poisoned before the run: an image left
+ * unwritten is caught too).  Negative when the check itself failed. */
 static double y_error(const cf_find_bench *bn)
 {
     const cf_problem *p = bn->p;
     double acc[3] = {0, 0, 0};
     int err = cudaMemsetAsync(bn->acc, 0, sizeof acc, bn->stream);
+    for (int k = 0; !err && k < bn->n_images; k++)
+        err = cf_cuda_error_norms(y_image(bn, bn->images[k]), p->dtype,
+                                  bn->ref + (size_t)k * bn->image_y, bn->image_y, bn->acc,
+                                  bn->stream);
     if (!err)
-        err = cf_cuda_error_norms(bn->y, p->dtype, bn->ref, p->y_elems, bn->acc, bn->stream);
+        err = cf_cuda_error_norms(bn->y, p->dtype, NULL, p->y_elems, bn->acc, bn->stream);
     if (!err)
         err = cudaMemcpyAsync(acc, bn->acc, sizeof acc, cudaMemcpyDeviceToHost, bn->stream);
     if (!err)
@@ -128,12 +144,48 @@ static void bench_destroy(cf_find_bench *bn)
     free(bn);
 }
 
-/* Device tensors and, when validating, cuda.direct's Y as the reference. */
+/* cuda.direct's Y for the checked images, into ref.  The direct kernel is Find's
+ * reference because it is simple, not because it is fast: at N=32 it took 15-30 ms per
+ * ResNet-50 layer on the H200, about a tenth of a whole Find, so it computes the first
+ * and the last image only (an engine that gets the batch stride wrong fails on the last
+ * one), each as a problem of one image. */
+static convfind_status reference(cf_find_bench *bn)
+{
+    const cf_problem *p = bn->p;
+    const size_t e = cf_dtype_size(p->dtype);
+    cf_problem one = *p;
+    one.n = 1;
+    one.x_elems = p->x_elems / (size_t)p->n;
+    one.y_elems = bn->image_y;
+    convfind_status st = CONVFIND_OK;
+    for (int k = 0; st == CONVFIND_OK && k < bn->n_images; k++) {
+        const size_t image = (size_t)bn->images[k];
+        cf_exec_args args = {
+            .x = (const char *)bn->x + image * one.x_elems * e, .w = bn->w,
+            .y = y_image(bn, bn->images[k]), .b = p->has_bias ? bn->b : NULL,
+            .z = p->has_residual ? (const char *)bn->z + image * one.y_elems * e : NULL,
+            .stream = bn->stream, .device = bn->d,
+        };
+        st = cf_algo_cuda_direct.execute(&one, NULL, &args);
+        int err;
+        if (st == CONVFIND_OK &&
+            (err = cf_cuda_to_float(args.y, p->dtype, bn->ref + (size_t)k * one.y_elems,
+                                    one.y_elems, bn->stream)) != 0)
+            st = cf_cuda_fail(err, "keeping the reference output");
+    }
+    return st;
+}
+
+/* Device tensors and, when validating, cuda.direct's Y of the checked images. */
 static convfind_status bench_fill(cf_find_bench *bn)
 {
     const cf_problem *p = bn->p;
     const size_t e = cf_dtype_size(p->dtype);
     const size_t yn = p->y_elems ? p->y_elems : 1;
+    bn->images[0] = 0;
+    bn->images[1] = p->n - 1;
+    bn->n_images = p->n > 1 ? 2 : (int)p->n;
+    bn->image_y = p->y_elems / (size_t)(p->n > 0 ? p->n : 1);
     int err = cudaStreamCreateWithFlags(&bn->stream, cudaStreamNonBlocking);
     if (!err)
         err = cudaEventCreate(&bn->e0);
@@ -144,7 +196,8 @@ static convfind_status bench_fill(cf_find_bench *bn)
         size_t bytes;
     } bufs[] = {
         {&bn->x, p->x_elems * e}, {&bn->w, p->w_elems * e},     {&bn->b, (size_t)p->m * e},
-        {&bn->z, yn * e},         {&bn->y, yn * e},             {(void **)&bn->ref, yn * 4},
+        {&bn->z, yn * e},         {&bn->y, yn * e},
+        {(void **)&bn->ref, (bn->image_y ? bn->image_y : 1) * 2 * sizeof(float)},
         {(void **)&bn->acc, 3 * sizeof(double)},
     };
     for (size_t i = 0; !err && i < sizeof bufs / sizeof bufs[0]; i++)
@@ -157,13 +210,7 @@ static convfind_status bench_fill(cf_find_bench *bn)
         cudaGetLastError();
         return cf_cuda_fail(err, "allocating Find's device tensors");
     }
-    if (!bn->validate)
-        return CONVFIND_OK;
-    convfind_status st = run(bn, &cf_algo_cuda_direct, NULL, NULL);
-    if (st == CONVFIND_OK &&
-        (err = cf_cuda_to_float(bn->y, p->dtype, bn->ref, p->y_elems, bn->stream)) != 0)
-        st = cf_cuda_fail(err, "keeping the reference output");
-    return st;
+    return bn->validate ? reference(bn) : CONVFIND_OK;
 }
 
 /* The bench makes the context's device current on this thread until it is destroyed. */
@@ -232,12 +279,20 @@ static cf_candidate_status prepare(cf_find_bench *bn, const cf_algo *a, cf_candi
     return CF_CAND_OK;
 }
 
-/* One run into a poisoned Y, compared with the reference when validating. */
-static bool checked_run(cf_find_bench *bn, cf_find_ready *r, const void *packed)
+/* One run into a poisoned Y, compared with the reference when validating; with `ms`,
+ * the run's time by the bench's events. */
+static bool checked_run(cf_find_bench *bn, cf_find_ready *r, const void *packed, double *ms)
 {
     cudaMemsetAsync(bn->y, 0xff, bn->p->y_elems * cf_dtype_size(bn->p->dtype), bn->stream);
+    if (ms)
+        cudaEventRecord(bn->e0, bn->stream);
     if (run(bn, r->a, r->state, packed) != CONVFIND_OK)
         return false;
+    float elapsed = 0;
+    if (ms && cudaEventRecord(bn->e1, bn->stream) == cudaSuccess &&
+        cudaEventSynchronize(bn->e1) == cudaSuccess &&
+        cudaEventElapsedTime(&elapsed, bn->e0, bn->e1) == cudaSuccess)
+        *ms = elapsed;
     if (!bn->validate)
         return true;
     const double err = y_error(bn);
@@ -245,11 +300,16 @@ static bool checked_run(cf_find_bench *bn, cf_find_ready *r, const void *packed)
 }
 
 /* Without packed weights (per-call weights, fallbacks) and, with constant weights, with
- * them (the path timed). */
-static bool check(cf_find_bench *bn, cf_find_ready *r, int *runs)
+ * them (the path timed), that one last and timed: the first run of a kernel also waits
+ * for its code to load, which the events would count, so only a second run says what a
+ * run costs (one run, timed, when nothing is packed and so a first run is all there is:
+ * then *ms stays 0). */
+static bool check(cf_find_bench *bn, cf_find_ready *r, int *runs, double *ms)
 {
     *runs = r->packed ? 2 : 1;
-    return checked_run(bn, r, NULL) && (!r->packed || checked_run(bn, r, r->packed));
+    *ms = 0;
+    return checked_run(bn, r, NULL, NULL) &&
+           (!r->packed || checked_run(bn, r, r->packed, ms));
 }
 
 /* One sample: `batch` runs between two events; milliseconds per run. */

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "decision/decision.h"
 #include "util/error.h"
@@ -551,14 +552,21 @@ static bool runtime_compiled_allowed(const cf_problem *p, cf_runtime_compiled of
     return offer == CF_RUNTIME_COMPILED_ALWAYS || p->group > 1;
 }
 
+/* Whether read_config() admits a configuration, and if not, why. */
+typedef enum admission {
+    ADMITTED,
+    NOT_OFFERED,       /* runtime-compiled where those are not offered, too many knobs */
+    EXCLUDED_BY_MATH,  /* its numerics are not what the math mode or the form asks */
+} admission;
+
 /* Reads engine id and knobs of one heuristic result for engine problem p, as a
- * configuration of `form` (its layout, padded and split), and whether it is admissible:
+ * configuration of `form` (its layout, padded and split), and whether it is admitted:
  * not excluded by strict math or as runtime-compiled (unless form->runtime_compiled
  * admits them), and for the split form a tensor core engine that reduces in f32 (the
  * split exists to run on tensor cores; graph.h). */
 static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_problem *p,
                                    const cf_cudnn_config *form, cf_cudnn_config *c,
-                                   bool *admissible)
+                                   admission *verdict)
 {
     convfind_status st = CONVFIND_OK;
     cudnnBackendDescriptor_t engine = NULL, knobs[CF_CUDNN_MAX_KNOBS] = {0};
@@ -571,7 +579,7 @@ static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_proble
     c->padded = form->padded;
     c->split = form->split;
     c->fused = form->fused;
-    *admissible = false;
+    *verdict = NOT_OFFERED;
     CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine), "engine");
     CHECK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE, CUDNN_TYPE_BACKEND_DESCRIPTOR,
                                    1, &n, &engine), "config engine");
@@ -587,10 +595,8 @@ static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_proble
     CHECK(cudnnBackendGetAttribute(cfg, CUDNN_ATTR_ENGINECFG_KNOB_CHOICES,
                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, CF_CUDNN_MAX_KNOBS, &n, knobs),
           "config knobs");
-    if (n > CF_CUDNN_MAX_KNOBS) { /* more knobs than a name can carry: not offered */
-        *admissible = false;
+    if (n > CF_CUDNN_MAX_KNOBS) /* more knobs than a name can carry */
         goto done;
-    }
     c->n_knobs = (int)n;
     for (int i = 0; i < c->n_knobs; i++) {
         cudnnBackendKnobType_t type;
@@ -609,15 +615,17 @@ static convfind_status read_config(cudnnBackendDescriptor_t cfg, const cf_proble
         c->runtime_compiled |= behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
     if (c->runtime_compiled && !form->runtime_compiled)
         goto done;
+    bool numerics_fit;
     if (form->split)
-        *admissible = has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) &&
-                      !has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION);
+        numerics_fit = has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) &&
+                       !has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION);
     else
-        *admissible =
+        numerics_fit =
             !(p->dtype == CONVFIND_DTYPE_F32 && p->math_mode != CONVFIND_MATH_ALLOW_TF32 &&
               (has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_TENSOR_CORE) ||
                has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_DOWN_CONVERT_INPUTS) ||
                has_note(notes, n_notes, CUDNN_NUMERICAL_NOTE_REDUCED_PRECISION_REDUCTION)));
+    *verdict = numerics_fit ? ADMITTED : EXCLUDED_BY_MATH;
 done:
     for (int i = 0; i < CF_CUDNN_MAX_KNOBS; i++)
         destroy(&knobs[i]);
@@ -637,11 +645,13 @@ static bool same_config(const cf_cudnn_config *a, const cf_cudnn_config *b)
     return true;
 }
 
-/* Appends the admissible, new results of one heuristic mode.  A mode cuDNN cannot
- * answer for this graph adds nothing (the others may). */
-static void add_mode(cudnnBackendDescriptor_t g, cudnnBackendHeurMode_t mode, const cf_problem *p,
-                     const cf_cudnn_config *form, cf_cudnn_config *out, int cap, int *count)
+/* Appends the admitted, new results of one heuristic mode and returns how many of its
+ * results the math mode or the form excluded.  A mode cuDNN cannot answer for this
+ * graph adds nothing (the others may). */
+static int add_mode(cudnnBackendDescriptor_t g, cudnnBackendHeurMode_t mode, const cf_problem *p,
+                    const cf_cudnn_config *form, cf_cudnn_config *out, int cap, int *count)
 {
+    int excluded = 0;
     cudnnBackendDescriptor_t heur = NULL, *cfgs = NULL;
     int64_t n = 0;
     if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR, &heur) != 0 ||
@@ -664,8 +674,12 @@ static void add_mode(cudnnBackendDescriptor_t g, cudnnBackendHeurMode_t mode, co
         got = 0;
     for (int64_t i = 0; i < got && *count < cap; i++) {
         cf_cudnn_config c;
-        bool admissible, dup = false;
-        if (read_config(cfgs[i], p, form, &c, &admissible) != CONVFIND_OK || !admissible)
+        admission verdict;
+        bool dup = false;
+        if (read_config(cfgs[i], p, form, &c, &verdict) != CONVFIND_OK)
+            continue;
+        excluded += verdict == EXCLUDED_BY_MATH;
+        if (verdict != ADMITTED)
             continue;
         for (int j = 0; j < *count && !dup; j++)
             dup = same_config(&out[j], &c);
@@ -679,6 +693,7 @@ done:
     free(cfgs);
     destroy(&heur);
     cf_clear_error();
+    return excluded;
 }
 
 /* Appends engines of the graph's global list that the heuristics did not name, with
@@ -709,7 +724,7 @@ static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
             continue;
         cudnnBackendDescriptor_t engine = NULL, cfg = NULL;
         cf_cudnn_config c;
-        bool admissible = false;
+        admission verdict = NOT_OFFERED;
         char name[CF_ALGO_NAME_MAX];
         if (cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &engine) == 0 &&
             cudnnBackendSetAttribute(engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
@@ -721,7 +736,7 @@ static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
             cudnnBackendSetAttribute(cfg, CUDNN_ATTR_ENGINECFG_ENGINE,
                                      CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &engine) == 0 &&
             cudnnBackendFinalize(cfg) == 0 &&
-            read_config(cfg, p, form, &c, &admissible) == CONVFIND_OK && admissible &&
+            read_config(cfg, p, form, &c, &verdict) == CONVFIND_OK && verdict == ADMITTED &&
             cf_cudnn_config_name(&c, name, sizeof name))
             out[(*count)++] = c;
         destroy(&cfg);
@@ -784,13 +799,21 @@ convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
             free(all);
             return st;
         }
-        const cudnnBackendHeurMode_t modes[] = {CUDNN_HEUR_MODE_A, CUDNN_HEUR_MODE_B,
-                                                CUDNN_HEUR_MODE_FALLBACK};
+        /* Mode A ranks the engines for the problem as cuDNN models it: on the H200 mode
+         * B added one winner in 700 Finds at 10 to 40 ms per Find, and the fallback
+         * mode (about 9 ms per query) and the unlisted engines won only where the math
+         * mode had excluded some of mode A's choices and it admitted fewer than the
+         * list keeps: strict f32, whose tensor-core engines mode A ranks first
+         * (bench/results/gpu_20261202/run5).  A list that is short for want of engines
+         * (depthwise convolutions) gained only generic engines 50 to 1000 times slower
+         * than its winner that way. */
         int listed = 0;
-        for (size_t i = 0; i < sizeof modes / sizeof modes[0]; i++)
-            add_mode(g.graph, modes[i], &q, &form, all, ALL, &listed);
+        const int excluded = add_mode(g.graph, CUDNN_HEUR_MODE_A, &q, &form, all, ALL, &listed);
+        const bool widen = limits->widen && listed < limits->listed && excluded > 0;
+        if (widen)
+            add_mode(g.graph, CUDNN_HEUR_MODE_FALLBACK, &q, &form, all, ALL, &listed);
         const int named = listed;
-        if (limits->unlisted > 0)
+        if (widen && limits->unlisted > 0)
             add_global_engines(g.graph, &q, &form, all,
                                named + limits->unlisted < ALL ? named + limits->unlisted : ALL,
                                &listed);

@@ -106,7 +106,8 @@ bool cf_cudnn_fusable(const cf_problem *p);
 /* The kinds of configurations cf_cudnn_enumerate lists. */
 typedef enum cf_cudnn_kind { CF_CUDNN_PLAIN, CF_CUDNN_SPLIT, CF_CUDNN_FUSED } cf_cudnn_kind;
 
-/* How many configurations of one list cf_cudnn_enumerate keeps. */
+/* How many configurations of one list cf_cudnn_enumerate keeps, and whether a short list
+ * is widened. */
 typedef struct cf_cudnn_limits {
     int listed;     /* of the heuristics' lists, in their order */
     int per_engine; /* of those, at most this many of one engine */
@@ -114,14 +115,19 @@ typedef struct cf_cudnn_limits {
     int unlisted;   /* engines of the global list the heuristics do not name (0: none) */
     cf_runtime_compiled offer_compiled; /* where runtime-compiled engines are offered at
                                            all: the context's (cf_cuda_runtime_compiled) */
+    bool widen;     /* when the math mode excluded some of mode A's configurations and
+                       it admits fewer than `listed`: add the fallback mode's list and
+                       the unlisted engines (else mode A alone) */
 } cf_cudnn_limits;
 
-/* The configurations cuDNN offers for `p` in physical layout `layout`: heuristic modes
- * A, then B, then the fallback list, each configuration with the knob choices the
- * heuristics give, duplicates removed, in that order (the first is the heuristic
- * choice), pruned to `limits`; then up to `limits->unlisted` engines of the graph's
- * global list that no heuristic mode named and that finalize for it, with default knobs
- * (unvetted by cuDNN's heuristics: a caller must check their results).  When that finds
+/* The configurations cuDNN offers for `p` in physical layout `layout`: heuristic mode A,
+ * each configuration with the knob choices it gives, in its order (the first is the
+ * heuristic choice), pruned to `limits`.  Where the math mode (or the split form)
+ * excluded some of mode A's configurations, it admits fewer than the list keeps and the
+ * list widens (`limits->widen`), the fallback mode's list follows
+ * (duplicates removed), then up to `limits->unlisted` engines of the graph's global list
+ * that neither mode named and that finalize for it, with default knobs (unvetted by
+ * cuDNN's heuristics: a caller must check their results).  When that finds
  * none for pads that are asymmetric or not expressible, the same search on the padded
  * problem gives padded configurations.  Unless TF32 is allowed, f32 data leaves out
  * engines that use tensor cores (TF32) or convert inputs down; runtime-compiled engines

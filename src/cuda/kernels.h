@@ -73,7 +73,8 @@ int cf_cuda_to_float(const void *src, convfind_dtype dtype, float *dst, size_t c
 
 /* Adds to acc[0..2] (device doubles) the squared distance between `got` (`count` values
  * of `dtype`) and `ref`, the squared norm of `ref`, and the number of NaNs in `got`: a
- * result's normwise error is checked on the device, so Find moves no tensor to the host. */
+ * result's normwise error is checked on the device, so Find moves no tensor to the host.
+ * With `ref` NULL, only the NaNs. */
 int cf_cuda_error_norms(const void *got, convfind_dtype dtype, const float *ref, size_t count,
                         double *acc, void *stream);
 

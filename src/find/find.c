@@ -192,6 +192,15 @@ static bool batch_size(const find_run *f, cf_find_ready *r, int *batch, double *
     return true;
 }
 
+/* Whether one run of `ms` is beyond saving against the best median so far (0: none):
+ * slower than CF_FIND_FIRST_ABANDON_RATIO times it plus what launching one run alone
+ * adds to it. */
+static bool far_slower(double ms, double best_ms)
+{
+    return best_ms > 0 &&
+           ms > CF_FIND_FIRST_ABANDON_RATIO * best_ms + CF_FIND_FIRST_ABANDON_SLACK_MS;
+}
+
 /* Measures candidate i into its statistics.  `best_ms` is the best median so far (0:
  * none); `share_s` its time allowance.  Returns an error only when cancelled or when the
  * backend's synchronize() says the device can run nothing more. */
@@ -212,9 +221,9 @@ static convfind_status measure(const find_run *f, int i, double best_ms, double 
     }
     double t[CF_FIND_MAX_REPEATS]; /* milliseconds per run */
     int n = 0, runs = 0, batch;
-    double first;
+    double checked, first;
     t0 = now_s();
-    if (!h->check(f->bench, r, &runs)) {
+    if (!h->check(f->bench, r, &runs, &checked)) {
         c->status = CF_CAND_FAILED;
         pt.check_ms = 1e3 * (now_s() - t0);
         goto done;
@@ -222,16 +231,20 @@ static convfind_status measure(const find_run *f, int i, double best_ms, double 
     pt.check_ms = 1e3 * (now_s() - t0);
     t0 = now_s();
     c->validated = f->cfg->validate;
-    if (!warm_up(f, r, runs) || !batch_size(f, r, &batch, &first)) {
-        c->status = CF_CAND_FAILED;
-        goto done;
+    /* One run already far slower than the best: no batch of samples can save it.  The
+     * check's timed run says so when there is one, else the first sample (which sizes
+     * the batch). */
+    double one = checked;
+    if (!far_slower(one, best_ms)) {
+        if (!warm_up(f, r, runs) || !batch_size(f, r, &batch, &first)) {
+            c->status = CF_CAND_FAILED;
+            goto done;
+        }
+        one = first;
     }
-    /* One run already far slower than the best (beyond what launching one run alone
-     * adds to it): no batch of samples can save it. */
-    if (best_ms > 0 &&
-        first > CF_FIND_FIRST_ABANDON_RATIO * best_ms + CF_FIND_FIRST_ABANDON_SLACK_MS) {
+    if (far_slower(one, best_ms)) {
         c->status = CF_CAND_ABANDONED;
-        t[n++] = first;
+        t[n++] = one;
         cf_find_summarize(c, t, n);
         goto done;
     }

@@ -25,7 +25,8 @@
  *      1 to CF_FIND_MAX_BATCH runs), and a candidate whose first run is slower than
  *      CF_FIND_FIRST_ABANDON_RATIO x the best median so far plus
  *      CF_FIND_FIRST_ABANDON_SLACK_MS (what launching a single run adds to small
- *      kernels' times) is ABANDONED there; at
+ *      kernels' times) is ABANDONED there (or already on the check's timed run, where
+ *      the backend's check times one that was not the candidate's first); at
  *      least the backend's min_repeats samples (CF_FIND_MIN_REPEATS), then until its
  *      max_repeats (CF_FIND_MAX_REPEATS) or the candidate's share of the budget
  *      (budget / usable candidates) is spent.  Once CF_FIND_ABANDON_AFTER samples are
