@@ -19,10 +19,17 @@
  * layer time):
  *   RESULT convfind <precision> n=<N> layout=<nchw|nhwc|best> call_ms=<x> graph_ms=<y>
  *          find_s=<z>
+ * find_s is what the layer's first call costs: creating the plan (Find) and its first
+ * execution, synchronized (the kernels' first loading included), as PyTorch's first call
+ * with cudnn.benchmark on is.  BENCH_POLICY=heuristic creates plans with the HEURISTIC
+ * policy instead (mode A's first configuration, no Find) and BENCH_FIRST_ONLY=1 skips the
+ * timings: run.sh runs that in a process of its own, so that Find's cost is the first
+ * calls' time with Find minus without, measured as PyTorch's benchmark cost is.
  * BENCH_CANDIDATES=K also prints, per layer, how many candidates Find measured, failed
  * or abandoned and its K best (configuration, median ms), to see which engines win.
  */
 #include <cuda_runtime.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -207,6 +214,9 @@ int main(int argc, char **argv)
     const size_t esz = dt == CONVFIND_DTYPE_F32 ? 4 : 2;
     const int top = getenv("BENCH_CANDIDATES") ? atoi(getenv("BENCH_CANDIDATES")) : 0;
     const char *db = getenv("BENCH_DB");
+    const char *policy = getenv("BENCH_POLICY");
+    const bool heuristic = policy && strcmp(policy, "heuristic") == 0;
+    const bool first_only = getenv("BENCH_FIRST_ONLY") && atoi(getenv("BENCH_FIRST_ONLY"));
     char why[256];
     if (!convfind_cuda_available(0, why, sizeof why)) {
         printf("SKIP: %s\n", why);
@@ -219,7 +229,9 @@ int main(int argc, char **argv)
         convfind_context_options o;
         convfind_context_options_init(&o);
         o.device = CONVFIND_DEVICE_CUDA;
-        o.find_policy = db ? CONVFIND_FIND_HYBRID : CONVFIND_FIND_EXHAUSTIVE;
+        o.find_policy = heuristic ? CONVFIND_FIND_HEURISTIC
+                        : db      ? CONVFIND_FIND_HYBRID
+                                  : CONVFIND_FIND_EXHAUSTIVE;
         o.db_path = db ? db : ":memory:";
         o.find_time_budget_s = argc > 4 ? atof(argv[4]) : 0.3;
         convfind_context *ctx;
@@ -260,12 +272,16 @@ int main(int argc, char **argv)
             convfind_plan_options_init(&po);
             po.weights = w;
             check(convfind_plan_create_ex(ctx, p, &po, &plan), "plan");
-            const double find_s = now_s() - t0;
             runner r = {.plan = plan, .w = w, .t = {.x = x, .b = b, .z = z, .y = y},
                         .stream = stream};
-            call_ms[li][i] = time_layer(&r, e0, e1);
-            const char *used;
-            graph_ms[li][i] = graph_time(ctx, p, r, e0, e1, &used);
+            check(convfind_execute_on_stream(plan, &r.t, stream), "first execution");
+            check_cuda(cudaStreamSynchronize(stream), "first execution");
+            const double find_s = now_s() - t0;
+            const char *used = convfind_plan_algorithm(plan);
+            if (!first_only) {
+                call_ms[li][i] = time_layer(&r, e0, e1);
+                graph_ms[li][i] = graph_time(ctx, p, r, e0, e1, &used);
+            }
             tot[li].call += layers[i].count * call_ms[li][i];
             tot[li].graph += layers[i].count * graph_ms[li][i];
             tot[li].find += find_s;

@@ -13,7 +13,9 @@
 # CONVFIND_MATH_ALLOW_SPLIT_TF32, compared with the peers' strict fp32) and BENCH_FIND_S
 # (Find budget per problem, seconds) narrow or change the run.  PyTorch runs twice per N,
 # with cudnn.benchmark on (the timings) and off (first calls only): the difference of
-# their first calls is what its benchmark costs, set against convfind's Find time.  The logs
+# their first calls is what its benchmark costs, set against convfind's Find time and
+# against the first calls of convfind with Find minus those of a process of its own
+# without (HEURISTIC policy: mode A's first configuration).  The logs
 # go to <log dir>; summarize.py prints the tables from them, and this script prints them
 # last.
 set -eu
@@ -41,6 +43,8 @@ for n in $ns; do
     in_time || continue
     base=$logs/$suite-$prec-n$n
     "$bin/bench_convfind" "$csv" "$prec" "$n" ${BENCH_FIND_S:-} > "$base-convfind.log" 2>&1 || true
+    BENCH_POLICY=heuristic BENCH_FIRST_ONLY=1 "$bin/bench_convfind" "$csv" "$prec" "$n" \
+      > "$base-convfind-heuristic.log" 2>&1 || true
     if [ "$prec" != split ] && [ "${BENCH_LEGACY:-1}" != 0 ]; then
       for layout in nchw nhwc; do
         "$bin/legacy_find" "$csv" "$prec" "$n" $layout > "$base-legacy-$layout.log" 2>&1 || true

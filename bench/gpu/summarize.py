@@ -8,9 +8,11 @@ time, ms) of convfind replayed from a CUDA graph and per call from C, each in th
 faster layout per layer ("best") and NCHW only; PyTorch replayed from a graph and eager,
 likewise; cuDNN's legacy Find per call, the faster of its NCHW and NHWC runs.  Ratios
 are convfind over PyTorch, both graph-replayed; "worst layer" is the largest per-layer
-ratio, best layout against best layout.  Find columns: convfind's Find time over both
-layouts, PyTorch's cudnn.benchmark cost (first calls with it on minus off, both
-layouts) and legacy Find's time (both layouts).  split is convfind's
+ratio, best layout against best layout.  Find columns: convfind's first calls with Find
+(plan creation and first execution) over both layouts, and what Find adds to them (those
+minus the first calls of a process that creates plans without Find, HEURISTIC policy);
+PyTorch's cudnn.benchmark cost (first calls with it on minus off, both layouts); legacy
+Find's time (both layouts).  split is convfind's
 CONVFIND_MATH_ALLOW_SPLIT_TF32 against the peers' strict fp32.
 """
 import os
@@ -86,8 +88,8 @@ def main():
     logs, suite, budget = sys.argv[1], sys.argv[2], sys.argv[3]
     head = ("| suite | math mode | N | convfind graph (best / NCHW) | convfind call | "
             "PyTorch graph (best / NCHW) | PyTorch eager | legacy Find | / PyTorch "
-            "(best / NCHW) | worst layer | convfind Find s (budget) | PyTorch benchmark s "
-            "| legacy Find s |")
+            "(best / NCHW) | worst layer | convfind first calls with Find s (budget) | "
+            "convfind Find cost s | PyTorch benchmark cost s | legacy Find s |")
     print(head)
     print("|" + " --- |" * (head.count("|") - 1))
     for fname in sorted(os.listdir(logs)):
@@ -102,6 +104,8 @@ def main():
         pl, pt = pytorch(on, peer, n)
         pl_off, _ = pytorch(off, peer, n)
         lg, lg_find = legacy(logs, suite, peer, n)
+        _, heur = convfind_layers(read(os.path.join(
+            logs, f"{suite}-{prec}-n{n}-convfind-heuristic.log")))
         if "best" not in ct:
             print(f"| {suite} | {MODES.get(prec, prec)} | {n} | no result ({fname}) |")
             continue
@@ -119,6 +123,8 @@ def main():
         if pl and pl_off:
             bench_s = sum(pl[l][k][1] - pl_off[l][k][1] for l in pl for k in pl[l]
                           if l in pl_off and k in pl_off[l]) / 1e3
+        find_cost = (float(cb["find_s"]) - float(heur["best"]["find_s"])
+                     if "best" in heur else None)
         ratio_b = float(cb["graph_ms"]) / float(pb["graph_ms"]) if pb else None
         ratio_n = (float(cn["graph_ms"]) / float(pn["graph_ms"])
                    if pn and cn and float(pn["graph_ms"]) > 0 else None)
@@ -129,7 +135,7 @@ def main():
               f"{fmt(float(pb['eager_ms'])) if pb else '-'} | "
               f"{fmt(lg[0]) + ' ' + lg[1] if lg else '-'} | {fmt(ratio_b, 2)} / "
               f"{fmt(ratio_n, 2)} | {fmt(worst, 2)} {worst_name} | {cb['find_s']} ({budget}) | "
-              f"{fmt(bench_s, 2)} | {fmt(lg_find, 2) if lg else '-'} |")
+              f"{fmt(find_cost, 2)} | {fmt(bench_s, 2)} | {fmt(lg_find, 2) if lg else '-'} |")
 
 
 if __name__ == "__main__":
