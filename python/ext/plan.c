@@ -271,7 +271,11 @@ static PyObject *plan_execute(cfpy_plan *self, PyObject *const *args, Py_ssize_t
         stream = PyLong_AsVoidPtr(a[ARG_STREAM]);
         if (stream == NULL && PyErr_Occurred())
             return NULL;
-        where.dlpack_stream = a[ARG_STREAM];
+        /* A cudaStream_t of 0 is the legacy default stream, which DLPack numbers 1 (it
+         * forbids 0 as ambiguous, and PyTorch refuses it: a torch stream's cuda_stream
+         * is 0 for the default stream); 1 and 2 (legacy, per-thread) mean the same in
+         * both, and any other value is the stream's handle. */
+        where.dlpack_stream = stream == NULL ? dlpack_default_stream : a[ARG_STREAM];
     } else if (where.device != CONVFIND_DEVICE_CPU) {
         where.dlpack_stream = dlpack_default_stream;
     }
