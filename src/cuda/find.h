@@ -2,21 +2,25 @@
  * find.h - the CUDA backend's Find hooks (algo/backend.h, cf_find_hooks), which the
  * one harness (src/find/find.h) drives with device-side measurement:
  *   - candidates: the cuda.cudnn configurations the heuristics rank first (graph.h:
- *     modes A, B, fallback, pruned per list; the caller's layout and the other
- *     interleaved, the caller's first), then cuda.direct; a validating Find also lists
- *     a few engines the heuristics do not (CF_FIND_LIST_UNVETTED) and, under
- *     CONVFIND_MATH_ALLOW_SPLIT_TF32, the split configurations (CF_FIND_LIST_INEXACT);
+ *     mode A, widened by the fallback mode where the math mode cut it short; pruned
+ *     per list; the caller's layout and the other interleaved, the caller's first; the
+ *     lists made in parallel, lister.h), then cuda.direct; a validating Find also lists
+ *     a few engines the heuristics do not (CF_FIND_LIST_UNVETTED) where a list widens
+ *     and, under CONVFIND_MATH_ALLOW_SPLIT_TF32, the split configurations
+ *     (CF_FIND_LIST_INEXACT);
  *   - the bench: X, W, B, Z on the device, filled with non-zero values, on a stream of
- *     its own; when validating, cuda.direct computes the expected Y once and it stays
- *     on the device (the tests check cuda.direct against the CPU reference).  Find
- *     refuses to start while a CUDA graph capture is under way;
+ *     its own; when validating, cuda.direct computes the expected Y of the first and
+ *     the last image once and it stays on the device (the tests check cuda.direct
+ *     against the CPU reference).  Find refuses to start while a CUDA graph capture is
+ *     under way;
  *   - prepare: the configuration's plan is finalized on this thread (a refusal is
  *     FAILED; the plan stays in the thread's cache, so the chosen one is not finalized
  *     again when the plan executes) and its workspace checked against the limit
  *     (NOT_APPLICABLE over it);
- *   - check: one run into a NaN-filled Y, validated on the device by normwise relative
- *     error (f32 strict 1e-4, split configurations CF_CUDNN_SPLIT_TOL, TF32 5e-3,
- *     f16/bf16 1e-2);
+ *   - check: runs into a NaN-filled Y (unpacked, then packed and timed when weights
+ *     are constant), validated on the device by normwise relative error on the checked
+ *     images (f32 strict 1e-4, split configurations CF_CUDNN_SPLIT_TOL, TF32 5e-3,
+ *     f16/bf16 1e-2) and a NaN count over all of Y;
  *   - samples timed with CUDA events, each a batch of back-to-back runs long enough
  *     (CF_CUDA_SAMPLE_MS) to hide launch overhead: CF_CUDA_SCREEN_SAMPLES per candidate,
  *     then a final round of at most CF_CUDA_FINAL_ROUNDS turns among the close ones;
