@@ -129,8 +129,30 @@ typedef struct find_run {
     const cf_find_config *cfg;
     cf_find_bench *bench;
     cands c;
-    bool trace; /* cfg->trace: one line per candidate on stderr */
+    bool trace;        /* cfg->trace: one line per candidate on stderr */
+    double reported_s; /* what every run so far reported, in all */
 } find_run;
+
+/* A point from which Find's spending is counted (clock_start, spent_s). */
+typedef struct find_clock {
+    double wall_s, reported_s;
+} find_clock;
+
+static find_clock clock_start(const find_run *f)
+{
+    return (find_clock){now_s(), f->reported_s};
+}
+
+/* Seconds spent since `c`: the host clock, and never less than what the runs reported
+ * meanwhile.  A backend's times may come from another clock than the host's (a device's
+ * events) or, for a fake backend in a test, from runs that took no time: the budget
+ * follows the larger, so that runs reported longer than the budget end the Find as if
+ * they had taken that long. */
+static double spent_s(const find_run *f, find_clock c)
+{
+    const double wall = now_s() - c.wall_s, reported = f->reported_s - c.reported_s;
+    return wall > reported ? wall : reported;
+}
 
 static int min_repeats(const cf_find_hooks *h)
 {
@@ -166,26 +188,37 @@ static convfind_status synchronize(const find_run *f)
     return f->h->synchronize ? f->h->synchronize(f->bench) : CONVFIND_OK;
 }
 
-/* Untimed warm-up runs after the check's `runs`, up to CF_FIND_WARMUPS in all. */
-static bool warm_up(const find_run *f, cf_find_ready *r, int runs)
+/* The backend's sample, its runs' time counted as spent. */
+static convfind_status sample(find_run *f, cf_find_ready *r, int batch, double *ms)
+{
+    const convfind_status st = f->h->sample(f->bench, r, batch, ms);
+    if (st == CONVFIND_OK)
+        f->reported_s += 1e-3 * *ms * batch;
+    return st;
+}
+
+/* Untimed warm-up runs after the check's `runs`, up to CF_FIND_WARMUPS in all, while
+ * the candidate (counted from `since`) has not spent `share_s`: a run that long already
+ * leaves little for a cold cache to change. */
+static bool warm_up(find_run *f, cf_find_ready *r, int runs, find_clock since, double share_s)
 {
     double ms;
-    for (int i = runs; i < CF_FIND_WARMUPS; i++)
-        if (f->h->sample(f->bench, r, 1, &ms) != CONVFIND_OK)
+    for (int i = runs; i < CF_FIND_WARMUPS && spent_s(f, since) < share_s; i++)
+        if (sample(f, r, 1, &ms) != CONVFIND_OK)
             return false;
     return true;
 }
 
 /* Runs per sample: 1, or with a sample target as many as fill it by a first sample,
  * whose time per run goes to *first (0 without one). */
-static bool batch_size(const find_run *f, cf_find_ready *r, int *batch, double *first)
+static bool batch_size(find_run *f, cf_find_ready *r, int *batch, double *first)
 {
     *batch = 1;
     *first = 0;
     const double target = f->h->sample_target_ms;
     if (target <= 0)
         return true;
-    if (f->h->sample(f->bench, r, 1, first) != CONVFIND_OK)
+    if (sample(f, r, 1, first) != CONVFIND_OK)
         return false;
     const double want = *first > 0 ? ceil(target / *first) : CF_FIND_MAX_BATCH;
     *batch = want > CF_FIND_MAX_BATCH ? CF_FIND_MAX_BATCH : want < 1 ? 1 : (int)want;
@@ -204,7 +237,7 @@ static bool far_slower(double ms, double best_ms)
 /* Measures candidate i into its statistics.  `best_ms` is the best median so far (0:
  * none); `share_s` its time allowance.  Returns an error only when cancelled or when the
  * backend's synchronize() says the device can run nothing more. */
-static convfind_status measure(const find_run *f, int i, double best_ms, double share_s)
+static convfind_status measure(find_run *f, int i, double best_ms, double share_s)
 {
     const cf_find_hooks *h = f->h;
     cf_candidate_stats *c = &f->c.stats[i];
@@ -223,12 +256,14 @@ static convfind_status measure(const find_run *f, int i, double best_ms, double 
     int n = 0, runs = 0, batch;
     double checked, first;
     t0 = now_s();
+    const find_clock whole = clock_start(f); /* the check, warm-ups and samples */
     if (!h->check(f->bench, r, &runs, &checked)) {
         c->status = CF_CAND_FAILED;
         pt.check_ms = 1e3 * (now_s() - t0);
         goto done;
     }
     pt.check_ms = 1e3 * (now_s() - t0);
+    f->reported_s += 1e-3 * checked * runs;
     t0 = now_s();
     c->validated = f->cfg->validate;
     /* One run already far slower than the best: no batch of samples can save it.  The
@@ -236,7 +271,7 @@ static convfind_status measure(const find_run *f, int i, double best_ms, double 
      * the batch). */
     double one = checked;
     if (!far_slower(one, best_ms)) {
-        if (!warm_up(f, r, runs) || !batch_size(f, r, &batch, &first)) {
+        if (!warm_up(f, r, runs, whole, share_s) || !batch_size(f, r, &batch, &first)) {
             c->status = CF_CAND_FAILED;
             goto done;
         }
@@ -248,7 +283,7 @@ static convfind_status measure(const find_run *f, int i, double best_ms, double 
         cf_find_summarize(c, t, n);
         goto done;
     }
-    const double start = now_s();
+    const find_clock samples = clock_start(f);
     const int least = min_repeats(h), most = max_repeats(h);
     c->status = CF_CAND_OK;
     while (n < most) {
@@ -256,7 +291,7 @@ static convfind_status measure(const find_run *f, int i, double best_ms, double 
             c->status = CF_CAND_ABANDONED;
             break;
         }
-        if (h->sample(f->bench, r, batch, &t[n]) != CONVFIND_OK) {
+        if (sample(f, r, batch, &t[n]) != CONVFIND_OK) {
             c->status = CF_CAND_FAILED;
             break;
         }
@@ -265,7 +300,10 @@ static convfind_status measure(const find_run *f, int i, double best_ms, double 
             c->status = CF_CAND_ABANDONED;
             break;
         }
-        if (n >= least && now_s() - start >= share_s)
+        /* Past the least samples, until the samples alone spent the share; before it,
+         * the least yields once the candidate as a whole spent its share: a run as long
+         * as the share gets one sample, the repeats saying how little was measured. */
+        if (n >= least ? spent_s(f, samples) >= share_s : spent_s(f, whole) >= share_s)
             break;
     }
     cf_find_summarize(c, t, n);
@@ -282,7 +320,8 @@ static convfind_status refine(find_run *f, double share, double *best_ms)
 {
     convfind_status st = CONVFIND_OK;
     cands *c = &f->c;
-    const double start = now_s(), budget = f->cfg->budget_s * CF_FIND_REFINE_SHARE;
+    const find_clock start = clock_start(f);
+    const double budget = f->cfg->budget_s * CF_FIND_REFINE_SHARE;
     char (*names)[CF_ALGO_NAME_MAX] = calloc((size_t)c->cap, sizeof *names);
     for (int round = 0; names && round < CF_FIND_REFINE_ROUNDS; round++) {
         int base = -1;
@@ -303,7 +342,7 @@ static convfind_status refine(find_run *f, double share, double *best_ms)
                 known = strcmp(c->stats[i].algo, names[j]) == 0;
             if (known || (f->cfg->retune && !cf_find_retuned(f->cfg->retune, names[j])))
                 continue;
-            if (now_s() - start > budget || cancelled(f->cfg))
+            if (spent_s(f, start) > budget || cancelled(f->cfg))
                 break;
             const int i = c->n++;
             c->algos[i] = c->algos[base];
@@ -327,7 +366,7 @@ static convfind_status refine(find_run *f, double share, double *best_ms)
  * candidates meet different machine states (another process's burst, a clock change),
  * and on a shared two-core machine that alone reordered candidates 10-30% apart from one
  * run of Find to the next; in turns, every finalist meets the same ones. */
-static void final_round(const find_run *f, double round_s)
+static void final_round(find_run *f, double round_s)
 {
     const cf_find_hooks *h = f->h;
     cf_candidate_stats *r = f->c.stats;
@@ -351,6 +390,20 @@ static void final_round(const find_run *f, double round_s)
     }
     if (k < 2)
         return;
+    /* Its least rounds must fit its share, else the finalists keep their statistics of
+     * step 3: what they cost follows from the medians (per finalist a first sample, then
+     * per round an untimed run and a sample of about max(median, sample target)). */
+    double least_ms = 0;
+    for (int j = 0; j < k; j++) {
+        const double m = r[pick[j]].median_ms;
+        least_ms += m + CF_FIND_MIN_REPEATS * (m + (m > h->sample_target_ms ? m : h->sample_target_ms));
+    }
+    if (least_ms > 1e3 * round_s) {
+        if (f->trace)
+            fprintf(stderr, "find: final skipped finalists=%d least_ms=%.2f share_ms=%.2f\n", k,
+                    least_ms, 1e3 * round_s);
+        return;
+    }
     cf_find_ready *rd[CF_FIND_FINALISTS];
     int batch[CF_FIND_FINALISTS];
     int ok = 0;
@@ -363,7 +416,7 @@ static void final_round(const find_run *f, double round_s)
         /* The first sample warms restored caches (and, with a sample target, sizes the
          * batch each turn times, as in step 3). */
         if (h->sample_target_ms > 0 ? batch_size(f, one, &batch[ok], &first)
-                                    : h->sample(f->bench, one, 1, &first) == CONVFIND_OK) {
+                                    : sample(f, one, 1, &first) == CONVFIND_OK) {
             batch[ok] = h->sample_target_ms > 0 ? batch[ok] : 1;
             rd[ok] = one;
             pick[ok++] = pick[j];
@@ -377,18 +430,18 @@ static void final_round(const find_run *f, double round_s)
                          ? h->final_rounds
                          : CF_FIND_MAX_REPEATS;
     int rounds = 0;
-    const double start = now_s();
+    const find_clock start = clock_start(f);
     bool failed = false;
     while (!failed && rounds < most && !cancelled(f->cfg) &&
-           (rounds < CF_FIND_MIN_REPEATS || now_s() - start < round_s)) {
+           (rounds < CF_FIND_MIN_REPEATS || spent_s(f, start) < round_s)) {
         for (int j = 0; j < ok && !failed; j++) {
             const int i = (j + rounds) % ok;
             /* One untimed run first: the previous turn's candidate evicted this one's
              * weights and workspace, and a cold run would favour the algorithm with the
              * smaller footprint (Winograd lost its 3x3 layers to direct that way). */
             double warm;
-            failed = h->sample(f->bench, rd[i], 1, &warm) != CONVFIND_OK ||
-                     h->sample(f->bench, rd[i], batch[i], &t[i][rounds]) != CONVFIND_OK;
+            failed = sample(f, rd[i], 1, &warm) != CONVFIND_OK ||
+                     sample(f, rd[i], batch[i], &t[i][rounds]) != CONVFIND_OK;
         }
         rounds += !failed;
     }
@@ -396,8 +449,9 @@ static void final_round(const find_run *f, double round_s)
         if (ok >= 2 && rounds >= CF_FIND_MIN_REPEATS) {
             cf_find_summarize(&r[pick[j]], t[j], rounds);
             if (f->trace)
-                fprintf(stderr, "find: final %s rounds=%d median_ms=%.4f\n", r[pick[j]].algo,
-                        rounds, r[pick[j]].median_ms);
+                fprintf(stderr, "find: final %s rounds=%d median_ms=%.4f round_ms=%.2f\n",
+                        r[pick[j]].algo, rounds, r[pick[j]].median_ms,
+                        1e3 * spent_s(f, start));
         }
         synchronize(f);
         h->release(f->bench, rd[j]);
@@ -410,13 +464,14 @@ static convfind_status time_all(find_run *f, int incumbent, int usable)
     const cf_find_config *cfg = f->cfg;
     cands *c = &f->c;
     const int n = c->n; /* before refine() adds to the list */
-    const double start = now_s(), share = cfg->budget_s / usable;
+    const find_clock start = clock_start(f);
+    const double share = cfg->budget_s / usable;
     double best_ms = 0;
     for (int k = -1; k < n; k++) { /* k == -1: the incumbent, timed first and always */
         const int i = k < 0 ? incumbent : k;
         if ((k >= 0 && i == incumbent) || c->stats[i].status == CF_CAND_NOT_APPLICABLE)
             continue;
-        if (k >= 0 && (now_s() - start > cfg->budget_s ||
+        if (k >= 0 && (spent_s(f, start) > cfg->budget_s ||
                        (cfg->retune && !cf_find_retuned(cfg->retune, c->stats[i].algo)) ||
                        (f->h->reference_last && c->algos[i] == f->reference && best_ms > 0))) {
             /* Over budget, not re-timed, or a reference not needed: never started. */

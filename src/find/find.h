@@ -29,7 +29,9 @@
  *      the backend's check times one that was not the candidate's first); at
  *      least the backend's min_repeats samples (CF_FIND_MIN_REPEATS), then until its
  *      max_repeats (CF_FIND_MAX_REPEATS) or the candidate's share of the budget
- *      (budget / usable candidates) is spent.  Once CF_FIND_ABANDON_AFTER samples are
+ *      (budget / usable candidates) is spent by the samples.  Warm-ups and the least
+ *      samples yield to the share: once the candidate as a whole (check, warm-ups,
+ *      samples) has spent it, no further warm-up, and no sample after the first.  Once CF_FIND_ABANDON_AFTER samples are
  *      in, a candidate whose fastest is slower than CF_FIND_ABANDON_RATIO x the best
  *      median so far is ABANDONED.
  *   4. Knob refinement (backends with neighbors, validating Finds): the neighbouring
@@ -43,7 +45,8 @@
  *      fastest) are timed again in turns, one sample each per round after an untimed
  *      run (a sample of one run, or with a sample target of a batch sized as in step
  *      3), the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds
- *      (at most the backend's final_rounds) within CF_FIND_FINAL_SHARE of the budget;
+ *      (at most the backend's final_rounds) within CF_FIND_FINAL_SHARE of the budget,
+ *      not run when the finalists' medians say its least rounds do not fit it;
  *      their statistics are replaced by this round's, so close candidates are compared
  *      under the same machine conditions.  A backend that takes few samples in step 3
  *      races its candidates this way: a short look at each, a longer one at the few
@@ -53,6 +56,8 @@
  *      CF_FIND_MARGIN of the fastest, the smallest workspace, then the earliest in list
  *      order.  With nothing timed to the end, the backend's reference if it was
  *      ABANDONED, else the first ABANDONED one.
+ * Time spent is the host clock's, never less than what the runs reported (a device's
+ * events; a test's fake backend, whose runs take no time).
  * CONVFIND_FIND_TRACE=1 in the environment prints one line per measured candidate on
  * stderr (status, milliseconds spent preparing, checking and timing it, its median) and
  * one per Find (candidates, time to list them, total), to see where Find's time goes.

@@ -1,0 +1,206 @@
+/*
+ * test_find_budget.c - Find stays within its time budget when single runs are as long
+ * as a candidate's share of it, and keeps its full protocol when they are short.
+ *
+ * On wav2vec2's feature encoder (runs of 20 ms to 2.7 s) one CPU Find took 17 s at a
+ * budget of 1 s: every candidate got its warm-ups and least samples whatever they cost,
+ * and the final round its least rounds.  A fake backend whose samples report times
+ * without running makes the spending deterministic (the harness counts reported times
+ * as spent); it counts the runs each candidate got.
+ */
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
+
+#include "find/find.h"
+#include "problem/problem.h"
+
+#define N_ALGOS 4
+
+static bool any(const cf_problem *p)
+{
+    (void)p;
+    return true;
+}
+
+static convfind_status never_run(const cf_problem *p, const void *state, const cf_exec_args *a)
+{
+    (void)p, (void)state, (void)a;
+    return CONVFIND_OK;
+}
+
+#define FAKE(name_) {.name = name_, .family = "test", .applicable = any, .execute = never_run}
+static const cf_algo algos[N_ALGOS] = {FAKE("test.a"), FAKE("test.b"), FAKE("test.c"),
+                                       FAKE("test.reference")};
+static const cf_algo *const all[N_ALGOS] = {&algos[0], &algos[1], &algos[2], &algos[3]};
+
+static const cf_algo *const *algorithms(int *count)
+{
+    *count = N_ALGOS;
+    return all;
+}
+
+/* Per algorithm: what one run reports (set by each test), and the runs it got. */
+static double run_ms[N_ALGOS];
+static int runs_of[N_ALGOS];
+static double reported_ms; /* every run's reported time, in all */
+
+struct cf_find_bench {
+    int unused;
+};
+struct cf_find_ready {
+    int algo;
+};
+
+static convfind_status bench_create(const cf_backend_state *s, const cf_problem *p,
+                                    const cf_bench_config *config, cf_find_bench **out)
+{
+    (void)s, (void)p, (void)config;
+    *out = calloc(1, sizeof **out);
+    return *out ? CONVFIND_OK : CONVFIND_ERR_OUT_OF_MEMORY;
+}
+
+static void bench_destroy(cf_find_bench *b)
+{
+    free(b);
+}
+
+static cf_candidate_status prepare(cf_find_bench *b, const cf_algo *a, cf_candidate_stats *c,
+                                   cf_find_ready **out)
+{
+    (void)b, (void)c;
+    *out = malloc(sizeof **out);
+    if (!*out)
+        return CF_CAND_ABANDONED;
+    (*out)->algo = (int)(a - algos);
+    return CF_CAND_OK;
+}
+
+static void release(cf_find_bench *b, cf_find_ready *r)
+{
+    (void)b;
+    free(r);
+}
+
+/* Like the CPU's: one untimed run. */
+static bool check(cf_find_bench *b, cf_find_ready *r, int *runs, double *ms)
+{
+    (void)b, (void)r;
+    *runs = 1;
+    *ms = 0;
+    return true;
+}
+
+static convfind_status sample(cf_find_bench *b, cf_find_ready *r, int batch, double *ms)
+{
+    (void)b;
+    runs_of[r->algo] += batch;
+    reported_ms += batch * run_ms[r->algo];
+    *ms = run_ms[r->algo];
+    return CONVFIND_OK;
+}
+
+static const cf_find_hooks hooks = {
+    .bench_create = bench_create, .bench_destroy = bench_destroy, .prepare = prepare,
+    .release = release, .check = check, .sample = sample, .final_round = true,
+};
+
+static const cf_backend backend = {
+    .abi = CF_BACKEND_ABI, .name = "test", .algorithms = algorithms,
+    .reference = &algos[3], .find = &hooks,
+};
+
+#define BUDGET_S 1.0
+
+/* A Find with these run times; the decision in *d. */
+static void find(const double ms[N_ALGOS], cf_decision *d)
+{
+    memcpy(run_ms, ms, sizeof run_ms);
+    memset(runs_of, 0, sizeof runs_of);
+    reported_ms = 0;
+    const cf_problem p = {.op = CONVFIND_OP_CONV, .dtype = CONVFIND_DTYPE_F32, .n = 1, .c = 1,
+                          .m = 1, .group = 1, .nsp = 1};
+    const cf_find_config cfg = {.budget_s = BUDGET_S, .validate = true};
+    assert_int_equal(cf_find_measure(&backend, NULL, &p, &cfg, d), CONVFIND_OK);
+}
+
+static const cf_candidate_stats *stats_of(const cf_decision *d, const char *name)
+{
+    for (int i = 0; i < d->n_candidates; i++)
+        if (strcmp(d->candidates[i].algo, name) == 0)
+            return &d->candidates[i];
+    fail_msg("no candidate %s", name);
+    return NULL;
+}
+
+/* Runs longer than a share (1 s / 4): a warm-up and one sample each, no more candidates
+ * once the budget is spent, and no final round whose least rounds cannot fit. */
+static void runs_longer_than_the_share(void **state)
+{
+    (void)state;
+    static const double ms[N_ALGOS] = {400, 450, 420, 5000};
+    cf_decision d;
+    find(ms, &d);
+    assert_string_equal(d.algo, "test.a");
+    assert_int_equal(runs_of[0], 2); /* a warm-up and one sample */
+    assert_int_equal(runs_of[1], 2);
+    assert_int_equal(stats_of(&d, "test.a")->repeats, 1); /* how little was measured */
+    assert_int_equal(stats_of(&d, "test.b")->status, CF_CAND_OK);
+    /* Started after the budget was spent (0.8 + 0.9 s): never run. */
+    assert_int_equal(runs_of[2], 0);
+    assert_int_equal(runs_of[3], 0);
+    assert_int_equal(stats_of(&d, "test.c")->status, CF_CAND_ABANDONED);
+    /* The budget, and what the last candidate started within it spent past it. */
+    assert_true(reported_ms <= 1e3 * BUDGET_S + 2 * ms[1]);
+    cf_decision_clear(&d);
+}
+
+/* Runs that fit their share but a final round whose least rounds (5 turns of two runs
+ * per finalist) do not fit its quarter of the budget: the finalists keep step 3's
+ * statistics and Find stays near its budget. */
+static void final_round_within_its_share(void **state)
+{
+    (void)state;
+    static const double ms[N_ALGOS] = {20, 21, 300, 300};
+    cf_decision d;
+    find(ms, &d);
+    assert_string_equal(d.algo, "test.a");
+    /* Each of a and b: a warm-up, then samples until their 250 ms share is spent. */
+    assert_int_equal(runs_of[0], 1 + 13);
+    assert_int_equal(runs_of[1], 1 + 12);
+    assert_true(stats_of(&d, "test.a")->repeats >= CF_FIND_MIN_REPEATS);
+    assert_int_equal(runs_of[2], 2); /* longer than its share: a warm-up and a sample */
+    assert_int_equal(runs_of[3], 0); /* started after the budget was spent */
+    assert_true(reported_ms <= 1e3 * BUDGET_S + 2 * ms[2]);
+    cf_decision_clear(&d);
+}
+
+/* Short runs: every candidate gets at least the least samples, and the close ones the
+ * final round (whose rounds replace their statistics). */
+static void short_runs_keep_the_protocol(void **state)
+{
+    (void)state;
+    static const double ms[N_ALGOS] = {1.0, 1.05, 1.1, 30};
+    cf_decision d;
+    find(ms, &d);
+    assert_string_equal(d.algo, "test.a");
+    for (int i = 0; i < 3; i++)
+        assert_true(runs_of[i] >= 1 + CF_FIND_MIN_REPEATS + 1 + 2 * CF_FIND_MIN_REPEATS);
+    assert_true(stats_of(&d, "test.reference")->repeats >= 1);
+    cf_decision_clear(&d);
+}
+
+int main(void)
+{
+    const struct CMUnitTest tests[] = {
+        cmocka_unit_test(runs_longer_than_the_share),
+        cmocka_unit_test(final_round_within_its_share),
+        cmocka_unit_test(short_runs_keep_the_protocol),
+    };
+    return cmocka_run_group_tests(tests, NULL, NULL);
+}
