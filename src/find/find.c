@@ -285,6 +285,7 @@ static convfind_status measure(find_run *f, int i, double best_ms, double share_
     }
     const find_clock samples = clock_start(f);
     const int least = min_repeats(h), most = max_repeats(h);
+    double fastest = 0;
     c->status = CF_CAND_OK;
     while (n < most) {
         if (cancelled(f->cfg)) {
@@ -295,15 +296,19 @@ static convfind_status measure(find_run *f, int i, double best_ms, double share_
             c->status = CF_CAND_FAILED;
             break;
         }
+        fastest = n == 0 || t[n] < fastest ? t[n] : fastest;
         n++;
         if (cf_find_abandon(t, n, best_ms)) {
             c->status = CF_CAND_ABANDONED;
             break;
         }
-        /* Past the least samples, until the samples alone spent the share; before it,
-         * the least yields once the candidate as a whole spent its share: a run as long
-         * as the share gets one sample, the repeats saying how little was measured. */
-        if (n >= least ? spent_s(f, samples) >= share_s : spent_s(f, whole) >= share_s)
+        /* Past the least samples, until the samples alone spent the share.  Before it,
+         * a candidate whose least samples cannot fit its share stops once it has spent
+         * the share as a whole (check, warm-ups, samples): a run as long as the share
+         * gets one sample, its repeats saying how little was measured. */
+        const bool least_fits = least * fastest * batch <= 1e3 * share_s;
+        if (n >= least ? spent_s(f, samples) >= share_s
+                       : !least_fits && spent_s(f, whole) >= share_s)
             break;
     }
     cf_find_summarize(c, t, n);

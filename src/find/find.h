@@ -30,8 +30,10 @@
  *      least the backend's min_repeats samples (CF_FIND_MIN_REPEATS), then until its
  *      max_repeats (CF_FIND_MAX_REPEATS) or the candidate's share of the budget
  *      (budget / usable candidates) is spent by the samples.  Warm-ups and the least
- *      samples yield to the share: once the candidate as a whole (check, warm-ups,
- *      samples) has spent it, no further warm-up, and no sample after the first.  Once CF_FIND_ABANDON_AFTER samples are
+ *      samples yield to the share: no further warm-up once the candidate as a whole
+ *      (check, warm-ups, samples) has spent it, and when the least samples cannot fit
+ *      the share (its fastest sample x least > share), no sample after the first once
+ *      it has.  Once CF_FIND_ABANDON_AFTER samples are
  *      in, a candidate whose fastest is slower than CF_FIND_ABANDON_RATIO x the best
  *      median so far is ABANDONED.
  *   4. Knob refinement (backends with neighbors, validating Finds): the neighbouring
