@@ -478,8 +478,11 @@ static convfind_status time_all(find_run *f, int incumbent, int usable)
             continue;
         if (k >= 0 && (spent_s(f, start) > cfg->budget_s ||
                        (cfg->retune && !cf_find_retuned(cfg->retune, c->stats[i].algo)) ||
-                       (f->h->reference_last && c->algos[i] == f->reference && best_ms > 0))) {
-            /* Over budget, not re-timed, or a reference not needed: never started. */
+                       (f->h->reference_last && c->algos[i] == f->reference && best_ms > 0 &&
+                        !cfg->retune))) {
+            /* Over budget, not re-timed, or a reference not needed: never started.  Under
+             * RETUNE a reference is re-timed when it is among the stored top: there it
+             * was measured close to the fastest. */
             c->stats[i].status = CF_CAND_ABANDONED;
             continue;
         }

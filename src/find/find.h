@@ -13,7 +13,8 @@
  *   2. The incumbent is measured first, whatever the budget; then every other usable
  *      candidate in list order while the budget lasts (RETUNE: only the stored top
  *      CF_FIND_RETUNE_TOP; the rest are ABANDONED without running; with the backend's
- *      reference_last, its reference too once another candidate measured OK).
+ *      reference_last, its reference too once another candidate measured OK, except
+ *      under RETUNE when the stored top holds it).
  *   3. Per candidate: prepare (state, workspace, and with constant weights the packed
  *      weights, so that each timed run is what an execution of the key's plans does; a
  *      refusal is FAILED, an allocation failure ABANDONED without a verdict, a workspace
