@@ -2,7 +2,8 @@
  * test_find_images.c - the CPU Find validates a batch on its first and last images
  * (src/cpu/find.c: the naive reference computes those two only, as on CUDA): a candidate
  * whose last image is wrong, the mark of a wrong batch stride, is FAILED and never chosen,
- * while a correct one is OK and validated.
+ * and so is one that leaves a middle image unwritten (every value of Y is checked for the
+ * NaN it was filled with), while a correct one is OK and validated.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -28,6 +29,23 @@ static convfind_status exec_last_image_wrong(const cf_problem *p, const void *st
     return st;
 }
 
+/* The reference's output with the middle image of three left as the check filled it. */
+static convfind_status exec_middle_image_unwritten(const cf_problem *p, const void *state,
+                                                   const cf_exec_args *a)
+{
+    (void)state;
+    const size_t image = p->y_elems / (size_t)p->n;
+    float *keep = malloc(image * sizeof *keep);
+    if (!keep)
+        return CONVFIND_ERR_OUT_OF_MEMORY;
+    float *middle = (float *)a->y + image;
+    memcpy(keep, middle, image * sizeof *keep);
+    convfind_status st = tu_run_counted(p, a);
+    memcpy(middle, keep, image * sizeof *keep);
+    free(keep);
+    return st;
+}
+
 static bool any_f32(const cf_problem *p)
 {
     return p->dtype == CONVFIND_DTYPE_F32;
@@ -36,6 +54,10 @@ static bool any_f32(const cf_problem *p)
 static const cf_algo last_image_wrong = {.name = "test.last_image_wrong", .family = "direct",
                                          .applicable = any_f32,
                                          .execute = exec_last_image_wrong};
+
+static const cf_algo middle_image_unwritten = {.name = "test.middle_image_unwritten",
+                                               .family = "direct", .applicable = any_f32,
+                                               .execute = exec_middle_image_unwritten};
 
 static int teardown(void **state)
 {
@@ -58,6 +80,7 @@ static cf_candidate_stats find_batch3(const cf_algo *const *list, int n, const c
         if (strcmp(d.candidates[i].algo, name) == 0)
             c = d.candidates[i];
     assert_string_not_equal(d.algo, "test.last_image_wrong");
+    assert_string_not_equal(d.algo, "test.middle_image_unwritten");
     cf_decision_clear(&d);
     return c;
 }
@@ -67,6 +90,14 @@ static void wrong_last_image_fails(void **state)
     (void)state;
     static const cf_algo *const list[] = {&last_image_wrong, &cf_algo_cpu_reference};
     assert_int_equal(find_batch3(list, 2, "test.last_image_wrong").status, CF_CAND_FAILED);
+}
+
+static void unwritten_middle_image_fails(void **state)
+{
+    (void)state;
+    static const cf_algo *const list[] = {&middle_image_unwritten, &cf_algo_cpu_reference};
+    assert_int_equal(find_batch3(list, 2, "test.middle_image_unwritten").status,
+                     CF_CAND_FAILED);
 }
 
 static void correct_batch_passes(void **state)
@@ -82,6 +113,7 @@ int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test_teardown(wrong_last_image_fails, teardown),
+        cmocka_unit_test_teardown(unwritten_middle_image_fails, teardown),
         cmocka_unit_test_teardown(correct_batch_passes, teardown),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
