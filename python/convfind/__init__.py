@@ -76,7 +76,10 @@ class Context(ContextBase):
     db                find-database path; ':memory:' for none; None: the default location
                       ($CONVFIND_DB_PATH, then $XDG_CACHE_HOME/convfind, ~/.cache/convfind)
     device            'cpu', 'cuda' or 'cuda:N'
-    math              default math mode of this context's problems: 'strict' or 'tf32'
+    math              default math mode of this context's problems: 'strict' (f32
+                      arithmetic only), 'tf32' (TF32 tensor cores on a GPU, Winograd
+                      F(6x6,3x3) on a CPU) or 'split_tf32' (strict plus 3xTF32 split
+                      products on a GPU; a CPU computes it as strict); part of the key
     system_db         read-only system tier; None: $CONVFIND_SYSTEM_DB
     db_env_policy     records of another environment: 'retune' or 'ignore'
     workspace_limit   bytes an algorithm may use as workspace; 0: unlimited

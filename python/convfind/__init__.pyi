@@ -37,7 +37,7 @@ class Context(ContextBase):
                  policy: Literal["default", "hybrid", "exhaustive", "heuristic", "replay",
                                  "deferred"] = "default",
                  db: Optional[Any] = None, device: str = "cpu",
-                 math: Literal["strict", "tf32"] = "strict", *, system_db: Optional[Any] = None,
+                 math: Literal["strict", "tf32", "split_tf32"] = "strict", *, system_db: Optional[Any] = None,
                  db_env_policy: Literal["retune", "ignore"] = "retune", workspace_limit: int = 0,
                  cache_bytes: int = 0, find_time_budget: float = 0.0,
                  find_validate: bool = True) -> None: ...
@@ -48,7 +48,7 @@ class Context(ContextBase):
              output_padding: Optional[Shape] = None, output_shape: Optional[Shape] = None,
              activation: Optional[str] = None, alpha: Optional[float] = None,
              beta: Optional[float] = None, layout: str = "nchw",
-             math: Optional[str] = None) -> Any: ...
+             math: Optional[Literal["strict", "tf32", "split_tf32"]] = None) -> Any: ...
     def plan(self, x: ArrayOrShape, w: ArrayOrShape, b: Any = None, z: Any = None, *,
              algorithm: Optional[str] = None, dtype: Any = None, **attributes: Any) -> Plan: ...
     def find(self, x: ArrayOrShape, w: ArrayOrShape, b: Any = None, z: Any = None, *,

@@ -13,7 +13,7 @@ OPS = {"conv": 0, "conv_transpose": 1}
 DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2}
 DTYPE_ALIASES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16", "half": "float16"}
 LAYOUTS = {"nchw": 0, "nhwc": 1}
-MATH = {"strict": 0, "tf32": 1}
+MATH = {"strict": 0, "tf32": 1, "split_tf32": 2}
 AUTO_PADS = {"notset": 0, "same_upper": 1, "same_lower": 2, "valid": 3}
 ACTIVATIONS = {
     "none": 0,

@@ -163,3 +163,27 @@ def test_context_options_are_validated():
     c = convfind.Context(threads=2, policy="Exhaustive", db=":memory:", math="TF32")
     assert (c.policy, c.math, c.device) == ("exhaustive", "tf32", "cpu")
     assert "math='tf32'" in repr(c)
+    assert convfind.Context(math="split_tf32").math == "split_tf32"
+
+
+def test_split_tf32_is_its_own_key_and_computes_as_strict_on_the_cpu(ctx, rng):
+    # include/convfind.h: split_tf32 is part of the key, and on a CPU it computes as
+    # strict, so the tf32-only Winograd F(6x6,3x3) may not run under it.
+    x, w = rand(rng, 1, 8, 12, 12), rand(rng, 8, 8, 3, 3)
+    attrs = {"pads": [1, 1, 1, 1]}
+    keys = {m: ctx.key(x, w, math=m, **attrs) for m in ("strict", "tf32", "split_tf32")}
+    assert ";math=split_tf32;" in keys["split_tf32"]
+    assert len(set(keys.values())) == 3
+    split_ctx = convfind.Context(threads=1, policy="heuristic", db=":memory:",
+                                 math="split_tf32")
+    plan = split_ctx.plan(x, w, **attrs)
+    assert ";math=split_tf32;" in plan.key and plan.describe().endswith(" split_tf32")
+    assert ctx.plan(x, w, math="tf32", algorithm="cpu.winograd_f6x3", **attrs).source == "forced"
+    for math in ("strict", "split_tf32"):
+        with pytest.raises(convfind.UnsupportedError, match="winograd_f6x3"):
+            ctx.plan(x, w, math=math, algorithm="cpu.winograd_f6x3", **attrs)
+    found = {r.algorithm: r.status for r in ctx.find(x, w, math="split_tf32", **attrs)}
+    assert found["cpu.winograd_f6x3"] == "not_applicable"
+    strict = ctx.plan(x, w, algorithm="cpu.direct_blocked", **attrs).execute(x)
+    split = ctx.plan(x, w, math="split_tf32", algorithm="cpu.direct_blocked", **attrs)
+    np.testing.assert_array_equal(split.execute(x), strict)
