@@ -135,8 +135,9 @@ def test_problem_keys_are_the_keys_a_rewritten_session_plans(tmp_path):
     keys = {ctx.key(p.x, p.w, **p.attributes()) for p in cfonnx.problems(model, {"input": shape})}
     session = cfort.InferenceSession(model, context=ctx)
     session.run(None, {"input": np.zeros(shape, np.float32)})
-    planned = {plan.key for node_id, state in cfort._kernel._nodes.items()
-               if state.context is ctx for plan in state.plans.values()}
+    planned = {plan.key for segment in cfort._kernel._nodes.values()
+               if isinstance(segment, cfort._kernel.Segment)
+               and segment.steps[0][0].context is ctx for plan in segment.plans()}
     assert planned == keys
 
 

@@ -41,12 +41,58 @@ def test_rewritten_models_match_onnx_runtime(name, shapes, ctx):
     session = cfort.InferenceSession(model, context=ctx)
     ops = [n.op_type for n in session.model.graph.node]
     assert not {"Conv", "ConvTranspose"} & set(ops)
-    assert ops.count("ConvfindConvBound") + ops.count("ConvfindConvBoundZ") == \
-        {"resnet50": 53, "mobilenet_v2": 52, "unet_small": 13}[name]
+    # Runs of convolutions between ONNX Runtime's own nodes (MaxPool, Concat) are one
+    # operator each: ResNet-50's stem and body, MobileNetV2 whole, the U-Net's 5 runs.
+    assert [len(s) for s in session.segments] == \
+        {"resnet50": [1, 52], "mobilenet_v2": [52], "unet_small": [2, 2, 3, 3, 3]}[name]
+    assert sum(op.startswith("ConvfindSegment_") for op in ops) == len(session.segments)
     rng = np.random.default_rng(11)
     for shape in shapes:
         x = rng.standard_normal(shape).astype(np.float32)
         close(session.run(None, {"input": x})[0], plain(model, x))
+
+
+def test_a_segment_with_several_inputs_and_outputs(ctx):
+    # Convolutions A(a), B(b), C(A) in a row make one segment of inputs a, b and outputs
+    # A (read later by MaxPool), B and C (graph outputs); A's value also leaves it.
+    rng = np.random.default_rng(5)
+    inits = [numpy_helper.from_array(rng.standard_normal((4, 3, 3, 3)).astype(np.float32), "wa"),
+             numpy_helper.from_array(rng.standard_normal((2, 3, 1, 1)).astype(np.float32), "wb"),
+             numpy_helper.from_array(rng.standard_normal((5, 4, 3, 3)).astype(np.float32), "wc"),
+             numpy_helper.from_array(rng.standard_normal(5).astype(np.float32), "bc")]
+    nodes = [helper.make_node("Conv", ["a", "wa"], ["ya"], name="A", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["b", "wb"], ["yb"], name="B"),
+             helper.make_node("Conv", ["ya", "wc", "bc"], ["yc"], name="C", pads=[1, 1, 1, 1]),
+             helper.make_node("Relu", ["yc"], ["yr"], name="R"),
+             helper.make_node("MaxPool", ["ya"], ["pool"], kernel_shape=[2, 2], strides=[2, 2])]
+    value = lambda name, c: helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, c, 8, 8])
+    graph = helper.make_graph(
+        nodes, "segment", [value("a", 3), value("b", 3)],
+        [value("yb", 2), value("yr", 5),
+         helper.make_tensor_value_info("pool", TensorProto.FLOAT, [1, 4, 4, 4])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", models.OPSET)])
+    session = cfort.InferenceSession(model, context=ctx)
+    assert session.segments == [["A", "B", "C"]]
+    segment = session.model.graph.node[0]
+    assert (segment.op_type, list(segment.input), list(segment.output)) == \
+        ("ConvfindSegment_2_3", ["a", "b"], ["ya", "yb", "yr"])
+    feed = {"a": rng.standard_normal((1, 3, 8, 8)).astype(np.float32),
+            "b": rng.standard_normal((1, 3, 8, 8)).astype(np.float32)}
+    refs = ort.InferenceSession(model.SerializeToString(),
+                                providers=["CPUExecutionProvider"]).run(None, feed)
+    for y, ref in zip(session.run(None, feed), refs):
+        close(y, ref)
+
+
+def test_onnx_runtime_threads_do_not_spin_unless_asked(ctx):
+    model = models.unet_small()
+    options = ort.SessionOptions()
+    cfort.InferenceSession(model, options, context=ctx)
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
+    options = ort.SessionOptions()
+    options.add_session_config_entry("session.intra_op.allow_spinning", "1")
+    assert cfort.session_options(options) is options
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "1"
 
 
 def test_portable_rewrite_runs_in_any_session(ctx):

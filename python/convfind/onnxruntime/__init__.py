@@ -22,7 +22,7 @@ import onnxruntime as _ort
 
 import convfind
 
-from ..onnx._graph import convolutions
+from ..onnx._graph import _subgraph_references, convolutions
 from . import _kernel
 from ._kernel import DOMAIN, set_context
 
@@ -49,9 +49,52 @@ def _node_attrs(c, node_id, const):
     }
 
 
+def _segments(nodes, bound, graph_outputs):
+    """Replaces each run of consecutive nodes in `bound` ({id(node): (NodeState, node)})
+    by one segment operator.  Consecutive in the (topologically sorted) node list, a
+    run's inputs are all produced before it and its outputs consumed after it, so the
+    graph stays acyclic.  Returns (new node list, {segment id: Segment}, [[conv name,
+    ...] per segment])."""
+    used_from = {}   # value name -> index of the last node that reads it
+    for i, n in enumerate(nodes):
+        for name in list(n.input) + list(_subgraph_references(n)):
+            used_from[name] = i
+    out, segments, names, i = [], {}, [], 0
+    uid = uuid.uuid4().hex[:12]
+    while i < len(nodes):
+        if id(nodes[i]) not in bound:
+            out.append(nodes[i])
+            i += 1
+            continue
+        j = i
+        while j < len(nodes) and id(nodes[j]) in bound:
+            j += 1
+        steps, inputs, produced = [], [], set()
+        for n in nodes[i:j]:
+            state = bound[id(n)][0]
+            for name in n.input:
+                if name not in produced and name not in inputs:
+                    inputs.append(name)
+            steps.append((state, n.input[0], n.input[1] if len(n.input) > 1 else None,
+                          n.output[0]))
+            produced.add(n.output[0])
+        outputs = [s[3] for s in steps
+                   if used_from.get(s[3], -1) >= j or s[3] in graph_outputs]
+        seg_id = f"{uid}:{len(segments)}"
+        segments[seg_id] = _kernel.Segment(steps, inputs, outputs)
+        names.append([bound[id(n)][1] for n in nodes[i:j]])
+        out.append(onnx.helper.make_node(
+            _kernel.segment_op(len(inputs), len(outputs)), inputs, outputs,
+            name=f"convfind_segment{len(segments) - 1}", domain=DOMAIN, node=seg_id))
+        i = j
+    return out, segments, names
+
+
 def _rewrite(model, bind_context=None):
-    """The rewritten model and {node id: NodeState} of the weights kept in the process
-    (bind_context not None) or {} (weights stay initializers: a portable model)."""
+    """(the rewritten model, {segment id: Segment}, [[conv name, ...] per segment]).
+    With bind_context, the convolutions whose weights are constant keep them in the
+    process and run in segment operators; without, every convolution becomes one
+    portable operator and the weights stay initializers."""
     model, convs, _ = convolutions(model, resolve=False)
     graph = model.graph
     nodes = list(graph.node)
@@ -64,11 +107,12 @@ def _rewrite(model, bind_context=None):
         node_id = f"{uid}:{i}"
         const = c.w_value is not None and c.b is None
         inputs = [c.x]
+        state = None
         if bind_context is not None and const:
-            bound[node_id] = _kernel.NodeState(
-                _node_attrs(c, node_id, True), bind_context, w=c.w_value, b=c.b_value,
-                bias=c.has_bias)
-            op_type = "ConvfindConvBound"
+            # A placeholder for its place and values; _segments() replaces it.
+            state = _kernel.NodeState(_node_attrs(c, node_id, True), bind_context,
+                                      w=c.w_value, b=c.b_value, bias=c.has_bias)
+            op_type = "ConvfindSegmentStep"
         else:
             op_type = "ConvfindConv"
             if const:
@@ -88,8 +132,12 @@ def _rewrite(model, bind_context=None):
         if c.z is not None:
             inputs.append(c.z)
             op_type += "Z"
-        new = onnx.helper.make_node(op_type, inputs, [c.output], name=f"convfind_{c.name}",
-                                    domain=DOMAIN, **_node_attrs(c, node_id, const))
+        if state is not None:
+            new = onnx.helper.make_node(op_type, inputs, [c.output])
+            bound[id(new)] = (state, c.name)
+        else:
+            new = onnx.helper.make_node(op_type, inputs, [c.output], name=f"convfind_{c.name}",
+                                        domain=DOMAIN, **_node_attrs(c, node_id, const))
         group = [c.node] + c.fused
         replaced.update(id(n) for n in group)
         # The last node of the group is where every input (also Z) is available.
@@ -100,6 +148,7 @@ def _rewrite(model, bind_context=None):
             out.append(inserted[i])
         elif id(n) not in replaced:
             out.append(n)
+    out, segments, names = _segments(out, bound, {o.name for o in graph.output})
     del graph.node[:]
     graph.node.extend(out)
     graph.initializer.extend(new_inits)
@@ -110,7 +159,7 @@ def _rewrite(model, bind_context=None):
     del graph.value_info[:]
     if not any(o.domain == DOMAIN for o in model.opset_import):
         model.opset_import.append(onnx.helper.make_opsetid(DOMAIN, 1))
-    return model, bound
+    return model, segments, names
 
 
 def rewrite(model):
@@ -122,10 +171,21 @@ def rewrite(model):
     return _rewrite(model)[0]
 
 
+_SPINNING = "session.intra_op.allow_spinning"
+
+
 def session_options(options=None):
-    """`options` (or new SessionOptions) with the convfind operators registered."""
+    """`options` (or new SessionOptions) with the convfind operators registered, and
+    with ONNX Runtime's intra-op threads told not to spin (unless `options` says
+    otherwise).  During a run those threads spin whenever they are idle, so they would
+    take cores from convfind's own threads for as long as convfind computes: on 2 cores,
+    a rewritten ResNet-50 took about 1.6 times as long with spinning (docs/python.md)."""
     options = options if options is not None else _ort.SessionOptions()
     options.register_custom_ops_library(_kernel.register())
+    try:
+        options.get_session_config_entry(_SPINNING)
+    except RuntimeError:  # not set by the caller
+        options.add_session_config_entry(_SPINNING, "0")
     return options
 
 
@@ -138,16 +198,19 @@ class InferenceSession:
     context      the convfind.Context the convolutions use (default: the one shared by
                  every session, convfind.default_context())
 
-    The weights are kept in the process rather than in the graph, so ONNX Runtime copies
-    nothing but activations into the operators; they are packed once per input shape.
-    Every other attribute and method is the wrapped session's (run, get_inputs, ...)."""
+    The weights are kept in the process rather than in the graph, packed once per input
+    shape, and each run of consecutive convolutions is one operator (a segment) that
+    passes activations from one convolution to the next itself: ONNX Runtime copies only
+    a segment's inputs and outputs.  `segments` lists, per segment, the names of the
+    convolutions it runs; `model` is the rewritten model.  Every other attribute and
+    method is the wrapped session's (run, get_inputs, ...)."""
 
     def __init__(self, model, sess_options=None, providers=None, *, context=None, **kwargs):
         self.context = context if context is not None else convfind.default_context()
-        rewritten, bound = _rewrite(model, bind_context=self.context)
-        for node_id, state in bound.items():
-            _kernel.bind(node_id, state)
-        self._finalizer = weakref.finalize(self, _kernel.forget, list(bound))
+        rewritten, segments, self.segments = _rewrite(model, bind_context=self.context)
+        for segment_id, segment in segments.items():
+            _kernel.bind(segment_id, segment)
+        self._finalizer = weakref.finalize(self, _kernel.forget, list(segments))
         self.model = rewritten
         self._session = _ort.InferenceSession(
             rewritten.SerializeToString(), session_options(sess_options),

@@ -1,13 +1,19 @@
 """The convfind custom operators as ONNX Runtime calls them (through onnxruntime-extensions'
 Python custom ops), and the per-node state they keep.
 
-Each rewritten node carries its ONNX attributes as strings (PyOp passes only string
-attributes) and a unique `node` id.  The first call of a node parses them once; each
-distinct input shape gets one convfind Plan, whose constant weights are copied and
-packed once, so a steady-state call is a dict lookup and Plan.execute (GIL released).
-onnxruntime-extensions' default dispatcher returns outputs as Python lists; the
-dispatcher installed here returns the array itself and hands every other PyOp to the
-previous dispatcher.
+Two kinds of operator.  A portable model (rewrite()) has one operator per convolution,
+carrying its ONNX attributes as strings (PyOp passes only string attributes) and a
+unique `node` id; the first call of a node parses them once.  A session's model
+(InferenceSession) has segment operators instead: each runs a run of consecutive
+convolutions whose weights live in the process, passing the activations between them as
+arrays, because every operator boundary costs a copy of each input into a new array and
+of the output back into ONNX Runtime's tensor (docs/python.md has what they cost).
+
+In both, each distinct input shape of a convolution gets one convfind Plan, whose
+constant weights are copied and packed once, so a steady-state call is a dict lookup
+and Plan.execute (GIL released).  onnxruntime-extensions' default dispatcher returns
+outputs as Python lists; the dispatcher installed here returns the arrays themselves and
+hands every other PyOp to the previous dispatcher.
 """
 
 import threading
@@ -20,15 +26,12 @@ import convfind
 
 DOMAIN = "ai.onnx.contrib"  # the domain PyOp registers its operators in
 
-# Operator type -> the roles of its inputs.  A "Bound" operator's weights live in the
-# process (convfind.onnxruntime.InferenceSession), not in the graph.
+# Operator type of a portable model -> the roles of its inputs.
 OP_INPUTS = {
     "ConvfindConv": ("x", "w"),
     "ConvfindConvB": ("x", "w", "b"),
     "ConvfindConvZ": ("x", "w", "z"),
     "ConvfindConvBZ": ("x", "w", "b", "z"),
-    "ConvfindConvBound": ("x",),
-    "ConvfindConvBoundZ": ("x", "z"),
 }
 
 ATTRS = ("node", "op", "group", "pads", "strides", "dilations", "kernel_shape", "auto_pad",
@@ -73,6 +76,38 @@ class NodeState:
         return plan
 
 
+class Segment:
+    """Consecutive convolutions of a session's model run as one operator: `steps` are
+    (NodeState with constant weights, x name, z name or None, output name) in order;
+    `inputs` and `outputs` name the operator's inputs and outputs.  An array is dropped
+    after its last use, so a call holds only the activations still needed."""
+
+    def __init__(self, steps, inputs, outputs):
+        self.steps, self.inputs, self.outputs = steps, tuple(inputs), tuple(outputs)
+        last = {}
+        for i, (_, x, z, _) in enumerate(steps):
+            for name in (x, z):
+                if name is not None:
+                    last[name] = i
+        keep = set(self.outputs)
+        self.drops = [tuple(n for n, i in last.items() if i == k and n not in keep)
+                      for k in range(len(steps))]
+
+    def plans(self):
+        """Every plan its convolutions have made so far."""
+        return [plan for state, *_ in self.steps for plan in state.plans.values()]
+
+    def run(self, feed):
+        values = dict(zip(self.inputs, feed))
+        for (state, x_name, z_name, out), drops in zip(self.steps, self.drops):
+            x = values[x_name]
+            z = values[z_name] if z_name is not None else None
+            values[out] = state.plan(x, None, None, z is not None).execute(x, z=z)
+            for name in drops:
+                del values[name]
+        return [values[name] for name in self.outputs]
+
+
 _nodes = {}
 _nodes_lock = threading.Lock()
 _context = None
@@ -90,7 +125,7 @@ def context():
 
 
 def bind(node_id, state):
-    """Registers the state of a node whose weights live in the process."""
+    """Registers a Segment (its operator's `node` attribute is node_id)."""
     with _nodes_lock:
         _nodes[node_id] = state
 
@@ -124,32 +159,56 @@ def run(roles, feed, attrs):
     return plan.execute(x, w, b, z)
 
 
-_op_ids = {}
+def run_segment(feed, attrs):
+    return _nodes[attrs["node"]].run(feed)
+
+
+_op_ids = {}          # id of an operator definition -> fn(feed, attrs) -> [outputs]
+_segment_ops = {}     # (inputs, outputs) -> operator type
 _registered = False
 _register_lock = threading.Lock()
 
 
+def _define(op_type, n_in, n_out, attrs, fn):
+    opdef = onnxruntime_extensions.Opdef.create(
+        lambda *feed, **kw: fn(feed, kw), op_type=op_type,
+        inputs=[PyCustomOpDef.dt_float] * n_in, outputs=[PyCustomOpDef.dt_float] * n_out,
+        attrs={a: PyCustomOpDef.dt_string for a in attrs})
+    _op_ids[id(opdef)] = fn
+
+
+def segment_op(n_in, n_out):
+    """The operator type of a segment with n_in inputs and n_out outputs, declared to
+    onnxruntime-extensions on first use (sessions registered later see it)."""
+    with _register_lock:
+        op_type = _segment_ops.get((n_in, n_out))
+        if op_type is None:
+            op_type = f"ConvfindSegment_{n_in}_{n_out}"
+            _define(op_type, n_in, n_out, ("node",), run_segment)
+            _segment_ops[(n_in, n_out)] = op_type
+        return op_type
+
+
 def register():
-    """Declares the operators to onnxruntime-extensions (once per process) and installs
-    the dispatcher.  Returns the custom-op library path to register with a session."""
+    """Declares the portable operators to onnxruntime-extensions (once per process) and
+    installs the dispatcher.  Returns the custom-op library path to register with a
+    session."""
     global _registered
     with _register_lock:
         if not _registered:
-            string = PyCustomOpDef.dt_string
             for op_type, roles in OP_INPUTS.items():
-                opdef = onnxruntime_extensions.Opdef.create(
-                    (lambda r: lambda *feed, **attrs: run(r, feed, attrs))(roles),
-                    op_type=op_type, inputs=[PyCustomOpDef.dt_float] * len(roles),
-                    outputs=[PyCustomOpDef.dt_float], attrs={a: string for a in ATTRS})
-                _op_ids[id(opdef)] = roles
+                _define(op_type, len(roles), 1, ATTRS,
+                        (lambda r: lambda feed, attrs: [run(r, feed, attrs)])(roles))
             previous = _ocos._on_pyop_invocation
 
             def dispatch(op_id, feed, attrs):
-                roles = _op_ids.get(op_id)
-                if roles is None:
+                fn = _op_ids.get(op_id)
+                if fn is None:
                     return previous(op_id, feed, attrs)
-                y = run(roles, feed, attrs)
-                return op_id, y.shape, y
+                out = [op_id]
+                for y in fn(feed, attrs):
+                    out += (y.shape, y)
+                return tuple(out)
 
             PyCustomOpDef.install_hooker(dispatch)
             _registered = True
