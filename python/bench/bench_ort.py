@@ -4,7 +4,10 @@ Runtime, in the same run (a benchmark, not a test).
 For each model and batch size: a plain ONNX Runtime session and a
 convfind.onnxruntime.InferenceSession, both on `--threads` threads, timed in interleaved
 rounds (plain, convfind, plain, ...) so that drifts of the machine hit both; prints the
-median latency of each and the ratio.  Then the cost of one custom-operator call: a
+median latency of each and the ratio, and, timed in the same rounds, the convfind
+session's segments run directly on the same activations without ONNX Runtime ("convs
+alone": what the session costs beyond that is ONNX Runtime's other nodes and the
+custom-operator path).  Then the cost of one custom-operator call: a
 model of one 1x1x1x1 convolution, rewritten and plain, whose difference is what the
 Python custom-op path adds per convolution.  The convfind context tunes with policy
 `--policy` into the find database at `--db` (default: in memory) before timing.
@@ -20,6 +23,7 @@ import sys
 import time
 
 import numpy as np
+import onnx
 import onnxruntime as ort
 from onnx import TensorProto, helper, numpy_helper
 
@@ -28,6 +32,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 import convfind  # noqa: E402
 import convfind.onnxruntime as cfort  # noqa: E402
 import models  # noqa: E402
+from convfind.onnxruntime import _kernel  # noqa: E402
 
 SIZES = {"resnet50": (224, 224), "mobilenet_v2": (224, 224), "unet_small": (256, 256)}
 
@@ -46,25 +51,48 @@ def convfind_session(model, threads, ctx):
     return cfort.InferenceSession(model, so, context=ctx)
 
 
-def time_runs(session, feed, runs):
+def segments_of(session):
+    """The Segment objects of a convfind.onnxruntime.InferenceSession, in graph order."""
+    ids = [a.s.decode() for n in session.model.graph.node for a in n.attribute
+           if n.op_type.startswith("ConvfindSegment_") and a.name == "node"]
+    return [_kernel._nodes[i] for i in ids]
+
+
+def values(model, names, feed):
+    """The values `names` (graph inputs among them) of a plain ONNX Runtime run."""
+    wanted = [n for n in names if n not in feed]
+    model = onnx.ModelProto.FromString(model.SerializeToString())
+    model.graph.output.extend(helper.make_tensor_value_info(n, TensorProto.FLOAT, None)
+                              for n in wanted)
+    sess = ort.InferenceSession(model.SerializeToString(), providers=["CPUExecutionProvider"])
+    out = dict(zip([o.name for o in model.graph.output], sess.run(None, feed)))
+    return {n: feed[n] if n in feed else out[n] for n in names}
+
+
+def time_runs(run, runs):
     out = []
     for _ in range(runs):
         t0 = time.perf_counter()
-        session.run(None, feed)
+        run()
         out.append(time.perf_counter() - t0)
     return out
 
 
 def compare(label, model, feed, args, ctx):
     plain, ours = plain_session(model, args.threads), convfind_session(model, args.threads, ctx)
-    for s in (plain, ours):  # warm-up; convfind plans (and tunes) here
-        time_runs(s, feed, 2)
-    tp, tc = [], []
+    segments = segments_of(ours)
+    inputs = values(model, {n for s in segments for n in s.inputs}, feed)
+    contenders = [lambda: plain.run(None, feed), lambda: ours.run(None, feed),
+                  lambda: [s.run([inputs[n] for n in s.inputs]) for s in segments]]
+    for run in contenders:  # warm-up; convfind plans (and tunes) here
+        time_runs(run, 2)
+    times = [[] for _ in contenders]
     for _ in range(args.rounds):
-        tp += time_runs(plain, feed, args.runs)
-        tc += time_runs(ours, feed, args.runs)
-    mp, mc = statistics.median(tp) * 1e3, statistics.median(tc) * 1e3
-    print(f"{label:28s} ort {mp:9.3f} ms   convfind {mc:9.3f} ms   ratio {mc / mp:5.2f}")
+        for run, t in zip(contenders, times):
+            t += time_runs(run, args.runs)
+    mp, mc, ma = (statistics.median(t) * 1e3 for t in times)
+    print(f"{label:20s} ort {mp:8.3f} ms   convfind {mc:8.3f} ms   ratio {mc / mp:5.2f}   "
+          f"convs alone {ma:8.3f} ms")
 
 
 def one_conv_model():
@@ -100,8 +128,8 @@ def main():
     plain, ours = plain_session(one_conv_model(), 1), convfind_session(one_conv_model(), 1, ctx)
     tp, tc = [], []
     for _ in range(args.rounds):
-        tp += time_runs(plain, feed, 200)
-        tc += time_runs(ours, feed, 200)
+        tp += time_runs(lambda: plain.run(None, feed), 200)
+        tc += time_runs(lambda: ours.run(None, feed), 200)
     mp, mc = statistics.median(tp) * 1e6, statistics.median(tc) * 1e6
     print(f"one 1x1x1x1 conv: ort {mp:.1f} us, convfind custom op {mc:.1f} us: "
           f"{mc - mp:.1f} us per custom-op call")
