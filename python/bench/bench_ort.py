@@ -3,7 +3,8 @@ Runtime, in the same run (a benchmark, not a test).
 
 For each model and batch size: a plain ONNX Runtime session and a
 convfind.onnxruntime.InferenceSession, both on `--threads` threads, timed in interleaved
-rounds (plain, convfind, plain, ...) so that drifts of the machine hit both; prints the
+rounds (plain, convfind, plain, ...) so that drifts of the machine hit both, each block
+of runs starting once the previous contender's threads are idle; prints the
 median latency of each and the ratio, and, timed in the same rounds, the convfind
 session's segments run directly on the same activations without ONNX Runtime ("convs
 alone": what the session costs beyond that is ONNX Runtime's other nodes and the
@@ -35,6 +36,13 @@ import models  # noqa: E402
 from convfind.onnxruntime import _kernel  # noqa: E402
 
 SIZES = {"resnet50": (224, 224), "mobilenet_v2": (224, 224), "unet_small": (256, 256)}
+
+# ONNX Runtime's intra-op threads spin for about 50 ms after a run returns (measured here
+# as process CPU time while idle: 0.9 cores over the first 50 ms, 0.4 over 100 ms): a
+# contender started at once shares the cores with them (a convfind session's ResNet-50 run
+# took 82 ms right after a plain run, 52 ms 200 ms after one).  Each block of runs waits
+# this long first.
+SETTLE_S = 0.2
 
 
 def plain_session(model, threads):
@@ -89,6 +97,7 @@ def compare(label, model, feed, args, ctx):
     times = [[] for _ in contenders]
     for _ in range(args.rounds):
         for run, t in zip(contenders, times):
+            time.sleep(SETTLE_S)
             t += time_runs(run, args.runs)
     mp, mc, ma = (statistics.median(t) * 1e3 for t in times)
     print(f"{label:20s} ort {mp:8.3f} ms   convfind {mc:8.3f} ms   ratio {mc / mp:5.2f}   "
@@ -128,7 +137,9 @@ def main():
     plain, ours = plain_session(one_conv_model(), 1), convfind_session(one_conv_model(), 1, ctx)
     tp, tc = [], []
     for _ in range(args.rounds):
+        time.sleep(SETTLE_S)
         tp += time_runs(lambda: plain.run(None, feed), 200)
+        time.sleep(SETTLE_S)
         tc += time_runs(lambda: ours.run(None, feed), 200)
     mp, mc = statistics.median(tp) * 1e6, statistics.median(tc) * 1e6
     print(f"one 1x1x1x1 conv: ort {mp:.1f} us, convfind custom op {mc:.1f} us: "

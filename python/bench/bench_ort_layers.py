@@ -30,7 +30,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
 
 import convfind  # noqa: E402
 import models  # noqa: E402
-from bench_ort import SIZES, convfind_session, segments_of, values  # noqa: E402
+from bench_ort import SETTLE_S, SIZES, convfind_session, segments_of, values  # noqa: E402
 from convfind.onnx._graph import convolutions  # noqa: E402
 
 
@@ -119,8 +119,10 @@ def measure(model, feed, args, ctx, profile_dir):
         plain.run(None, feed)
         run_timed(segments, inputs, [[] for _ in cf_times])
     for _ in range(args.rounds):
+        time.sleep(SETTLE_S)
         for _ in range(2):
             plain.run(None, feed)
+        time.sleep(SETTLE_S)
         for _ in range(2):
             run_timed(segments, inputs, cf_times)
     node_times = collections.defaultdict(list)

@@ -78,8 +78,9 @@ def _segments(nodes, bound, graph_outputs):
             steps.append((state, n.input[0], n.input[1] if len(n.input) > 1 else None,
                           n.output[0]))
             produced.add(n.output[0])
+        # A run whose values nothing reads still needs an output to be an operator.
         outputs = [s[3] for s in steps
-                   if used_from.get(s[3], -1) >= j or s[3] in graph_outputs]
+                   if used_from.get(s[3], -1) >= j or s[3] in graph_outputs] or [steps[-1][3]]
         seg_id = f"{uid}:{len(segments)}"
         segments[seg_id] = _kernel.Segment(steps, inputs, outputs)
         names.append([bound[id(n)][1] for n in nodes[i:j]])
@@ -178,8 +179,8 @@ def session_options(options=None):
     """`options` (or new SessionOptions) with the convfind operators registered, and
     with ONNX Runtime's intra-op threads told not to spin (unless `options` says
     otherwise).  During a run those threads spin whenever they are idle, so they would
-    take cores from convfind's own threads for as long as convfind computes: on 2 cores,
-    a rewritten ResNet-50 took about 1.6 times as long with spinning (docs/python.md)."""
+    take cores from convfind's own threads for as long as convfind computes
+    (docs/python.md has the measurement)."""
     options = options if options is not None else _ort.SessionOptions()
     options.register_custom_ops_library(_kernel.register())
     try:
