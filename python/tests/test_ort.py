@@ -84,6 +84,20 @@ def test_a_segment_with_several_inputs_and_outputs(ctx):
         close(y, ref)
 
 
+def test_a_convolution_nothing_reads_still_makes_a_valid_operator(ctx):
+    w = numpy_helper.from_array(np.ones((2, 3, 1, 1), np.float32), "w")
+    graph = helper.make_graph(
+        [helper.make_node("Conv", ["input", "w"], ["unread"], name="dead"),
+         helper.make_node("Relu", ["input"], ["y"])], "dead",
+        [helper.make_tensor_value_info("input", TensorProto.FLOAT, [1, 3, 4, 4])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3, 4, 4])], [w])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", models.OPSET)])
+    session = cfort.InferenceSession(model, context=ctx)
+    assert [list(n.output) for n in session.model.graph.node][0] == ["unread"]
+    x = np.random.default_rng(6).standard_normal((1, 3, 4, 4)).astype(np.float32)
+    np.testing.assert_array_equal(session.run(None, {"input": x})[0], np.maximum(x, 0))
+
+
 def test_onnx_runtime_threads_do_not_spin_unless_asked(ctx):
     model = models.unet_small()
     options = ort.SessionOptions()
