@@ -18,6 +18,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "algo/find_images.h"
 #include "cpu/registry.h"
 #include "util/error.h"
 
@@ -48,11 +49,9 @@ struct cf_find_bench {
     cf_threadpool *pool;
     bool validate, constant_weights;
     float *x, *w, *b, *z, *y, *ref;
-    /* Validation compares images `images` of Y (the first and the last) with the
-     * reference's, kept in ref one after the other. */
-    int64_t images[2];
-    int n_images;
-    size_t image_x, image_y; /* values of one image of X, of Y */
+    /* Validation compares the checked images of Y with the reference's, kept in ref one
+     * after the other. */
+    cf_find_images images;
     double ref_max;   /* max |ref| */
     size_t reduction; /* multiply-adds summed into one output */
 };
@@ -114,29 +113,25 @@ static convfind_status run_once(const cf_find_bench *bn, const cf_algo *a, const
     return a->execute(bn->p, state, &args);
 }
 
-/* cpu.reference's Y for the first and the last image, each as a problem of one image,
- * into ref.  The naive loop is the validation's because it is simple, not fast: over the
- * whole batch it took 20 of a 24 s Find of wav2vec2's feature encoder at N=8.  A
- * candidate that gets the batch stride wrong fails on the last image (as on CUDA). */
+/* cpu.reference's Y for the checked images (algo/find_images.h), into ref.  The naive
+ * loop is the validation's because it is simple, not fast: over the whole batch it took
+ * 20 of a 24 s Find of wav2vec2's feature encoder at N=8. */
 static convfind_status bench_reference(cf_find_bench *bn)
 {
     const cf_problem *p = bn->p;
-    cf_problem one = *p;
-    one.n = 1;
-    one.x_elems = bn->image_x;
-    one.y_elems = bn->image_y;
-    for (int k = 0; k < bn->n_images; k++) {
-        const size_t image = (size_t)bn->images[k];
+    const cf_find_images *im = &bn->images;
+    for (int k = 0; k < im->n; k++) {
+        const size_t image = (size_t)im->index[k];
         const cf_exec_args args = {
-            .x = bn->x + image * bn->image_x, .w = bn->w, .y = bn->ref + k * bn->image_y,
+            .x = bn->x + image * im->image_x, .w = bn->w, .y = bn->ref + k * im->image_y,
             .b = p->has_bias ? bn->b : NULL,
-            .z = p->has_residual ? bn->z + image * bn->image_y : NULL, .pool = bn->pool,
+            .z = p->has_residual ? bn->z + image * im->image_y : NULL, .pool = bn->pool,
         };
-        const convfind_status st = cf_algo_cpu_reference.execute(&one, NULL, &args);
+        const convfind_status st = cf_algo_cpu_reference.execute(&im->one, NULL, &args);
         if (st != CONVFIND_OK)
             return st;
     }
-    for (size_t i = 0; i < (size_t)bn->n_images * bn->image_y; i++)
+    for (size_t i = 0; i < (size_t)im->n * im->image_y; i++)
         if (fabsf(bn->ref[i]) > bn->ref_max)
             bn->ref_max = fabsf(bn->ref[i]);
     return CONVFIND_OK;
@@ -156,17 +151,13 @@ static convfind_status bench_create(const cf_backend_state *s, const cf_problem 
     bn->validate = config->validate;
     bn->constant_weights = config->constant_weights;
     size_t yb = p->y_elems ? p->y_elems : 1;
-    bn->images[0] = 0;
-    bn->images[1] = p->n - 1;
-    bn->n_images = p->n > 1 ? 2 : (int)p->n;
-    bn->image_x = p->n > 0 ? p->x_elems / (size_t)p->n : 0;
-    bn->image_y = p->n > 0 ? p->y_elems / (size_t)p->n : 0;
+    bn->images = cf_find_images_of(p);
     bn->x = test_tensor(p->x_elems);
     bn->w = test_tensor(p->w_elems);
     bn->b = test_tensor((size_t)p->m);
     bn->z = test_tensor(yb);
     bn->y = test_tensor(yb);
-    bn->ref = test_tensor((size_t)bn->n_images * bn->image_y);
+    bn->ref = test_tensor((size_t)bn->images.n * bn->images.image_y);
     if (!bn->x || !bn->w || !bn->b || !bn->z || !bn->y || !bn->ref) {
         bench_destroy(bn);
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY,
@@ -237,10 +228,11 @@ static bool matches_reference(const cf_find_bench *bn, const cf_algo *a)
 {
     double bound = cf_cpu_error_factor(a->family) * FLT_EPSILON * (double)(bn->reduction + 1) *
                    (1.0 + bn->ref_max);
-    for (int k = 0; k < bn->n_images; k++) {
-        const float *y = bn->y + (size_t)bn->images[k] * bn->image_y;
-        const float *ref = bn->ref + (size_t)k * bn->image_y;
-        for (size_t i = 0; i < bn->image_y; i++) {
+    const cf_find_images *im = &bn->images;
+    for (int k = 0; k < im->n; k++) {
+        const float *y = bn->y + (size_t)im->index[k] * im->image_y;
+        const float *ref = bn->ref + (size_t)k * im->image_y;
+        for (size_t i = 0; i < im->image_y; i++) {
             double d = fabs((double)y[i] - (double)ref[i]);
             if (!(d <= bound)) /* also catches NaN: the output was not written */
                 return false;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "algo/find_images.h"
 #include "cuda/algos.h"
 #include "cuda/graph.h"
 #include "cuda/kernels.h"
@@ -50,11 +51,10 @@ struct cf_find_bench {
     cudaStream_t stream;
     cudaEvent_t e0, e1;
     void *x, *w, *b, *z, *y;
-    /* Validation compares the checked images of Y (below) with cuda.direct's, kept as
-     * floats in ref, one after the other; every value of Y is checked for NaN. */
-    int64_t images[2];
-    int n_images;
-    size_t image_y;          /* values of one image of Y */
+    /* Validation compares the checked images of Y (algo/find_images.h) with
+     * cuda.direct's, kept as floats in ref, one after the other; every value of Y is
+     * checked for NaN. */
+    cf_find_images images;
     float *ref;
     double *acc;             /* device: cf_cuda_error_norms()'s sums */
     char current[CF_ALGO_NAME_MAX]; /* the candidate prepared last */
@@ -98,7 +98,7 @@ static convfind_status run(const cf_find_bench *bn, const cf_algo *a, const void
 /* Image `image` of Y in the bench's buffer. */
 static void *y_image(const cf_find_bench *bn, int64_t image)
 {
-    return (char *)bn->y + (size_t)image * bn->image_y * cf_dtype_size(bn->p->dtype);
+    return (char *)bn->y + (size_t)image * bn->images.image_y * cf_dtype_size(bn->p->dtype);
 }
 
 /* The normwise relative error of the checked images of Y against the reference, on the
@@ -107,11 +107,12 @@ static void *y_image(const cf_find_bench *bn, int64_t image)
 static double y_error(const cf_find_bench *bn)
 {
     const cf_problem *p = bn->p;
+    const cf_find_images *im = &bn->images;
     double acc[3] = {0, 0, 0};
     int err = cudaMemsetAsync(bn->acc, 0, sizeof acc, bn->stream);
-    for (int k = 0; !err && k < bn->n_images; k++)
-        err = cf_cuda_error_norms(y_image(bn, bn->images[k]), p->dtype,
-                                  bn->ref + (size_t)k * bn->image_y, bn->image_y, bn->acc,
+    for (int k = 0; !err && k < im->n; k++)
+        err = cf_cuda_error_norms(y_image(bn, im->index[k]), p->dtype,
+                                  bn->ref + (size_t)k * im->image_y, im->image_y, bn->acc,
                                   bn->stream);
     if (!err)
         err = cf_cuda_error_norms(bn->y, p->dtype, NULL, p->y_elems, bn->acc, bn->stream);
@@ -144,33 +145,28 @@ static void bench_destroy(cf_find_bench *bn)
     free(bn);
 }
 
-/* cuda.direct's Y for the checked images, into ref.  The direct kernel is Find's
- * reference because it is simple, not because it is fast: at N=32 it took 15-30 ms per
- * ResNet-50 layer on the H200, about a tenth of a whole Find, so it computes the first
- * and the last image only (an engine that gets the batch stride wrong fails on the last
- * one), each as a problem of one image. */
+/* cuda.direct's Y for the checked images (algo/find_images.h), into ref.  The direct
+ * kernel is Find's reference because it is simple, not because it is fast: at N=32 it
+ * took 15-30 ms per ResNet-50 layer on the H200, about a tenth of a whole Find. */
 static convfind_status reference(cf_find_bench *bn)
 {
     const cf_problem *p = bn->p;
+    const cf_find_images *im = &bn->images;
     const size_t e = cf_dtype_size(p->dtype);
-    cf_problem one = *p;
-    one.n = 1;
-    one.x_elems = p->x_elems / (size_t)p->n;
-    one.y_elems = bn->image_y;
     convfind_status st = CONVFIND_OK;
-    for (int k = 0; st == CONVFIND_OK && k < bn->n_images; k++) {
-        const size_t image = (size_t)bn->images[k];
+    for (int k = 0; st == CONVFIND_OK && k < im->n; k++) {
+        const size_t image = (size_t)im->index[k];
         cf_exec_args args = {
-            .x = (const char *)bn->x + image * one.x_elems * e, .w = bn->w,
-            .y = y_image(bn, bn->images[k]), .b = p->has_bias ? bn->b : NULL,
-            .z = p->has_residual ? (const char *)bn->z + image * one.y_elems * e : NULL,
+            .x = (const char *)bn->x + image * im->image_x * e, .w = bn->w,
+            .y = y_image(bn, im->index[k]), .b = p->has_bias ? bn->b : NULL,
+            .z = p->has_residual ? (const char *)bn->z + image * im->image_y * e : NULL,
             .stream = bn->stream, .device = bn->d,
         };
-        st = cf_algo_cuda_direct.execute(&one, NULL, &args);
+        st = cf_algo_cuda_direct.execute(&im->one, NULL, &args);
         int err;
         if (st == CONVFIND_OK &&
-            (err = cf_cuda_to_float(args.y, p->dtype, bn->ref + (size_t)k * one.y_elems,
-                                    one.y_elems, bn->stream)) != 0)
+            (err = cf_cuda_to_float(args.y, p->dtype, bn->ref + (size_t)k * im->image_y,
+                                    im->image_y, bn->stream)) != 0)
             st = cf_cuda_fail(err, "keeping the reference output");
     }
     return st;
@@ -182,10 +178,7 @@ static convfind_status bench_fill(cf_find_bench *bn)
     const cf_problem *p = bn->p;
     const size_t e = cf_dtype_size(p->dtype);
     const size_t yn = p->y_elems ? p->y_elems : 1;
-    bn->images[0] = 0;
-    bn->images[1] = p->n - 1;
-    bn->n_images = p->n > 1 ? 2 : (int)p->n;
-    bn->image_y = p->y_elems / (size_t)(p->n > 0 ? p->n : 1);
+    bn->images = cf_find_images_of(p);
     int err = cudaStreamCreateWithFlags(&bn->stream, cudaStreamNonBlocking);
     if (!err)
         err = cudaEventCreate(&bn->e0);
@@ -197,7 +190,7 @@ static convfind_status bench_fill(cf_find_bench *bn)
     } bufs[] = {
         {&bn->x, p->x_elems * e}, {&bn->w, p->w_elems * e},     {&bn->b, (size_t)p->m * e},
         {&bn->z, yn * e},         {&bn->y, yn * e},
-        {(void **)&bn->ref, (bn->image_y ? bn->image_y : 1) * 2 * sizeof(float)},
+        {(void **)&bn->ref, (bn->images.image_y ? bn->images.image_y : 1) * 2 * sizeof(float)},
         {(void **)&bn->acc, 3 * sizeof(double)},
     };
     for (size_t i = 0; !err && i < sizeof bufs / sizeof bufs[0]; i++)
