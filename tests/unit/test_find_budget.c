@@ -12,31 +12,17 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "fake_find.h"
 #include "find/find.h"
-#include "problem/problem.h"
 
 #define N_ALGOS 4
 
-static bool any(const cf_problem *p)
-{
-    (void)p;
-    return true;
-}
-
-static convfind_status never_run(const cf_problem *p, const void *state, const cf_exec_args *a)
-{
-    (void)p, (void)state, (void)a;
-    return CONVFIND_OK;
-}
-
-#define FAKE(name_) {.name = name_, .family = "test", .applicable = any, .execute = never_run}
-static const cf_algo algos[N_ALGOS] = {FAKE("test.a"), FAKE("test.b"), FAKE("test.c"),
-                                       FAKE("test.reference")};
+static const cf_algo algos[N_ALGOS] = {FF_ALGO("test.a"), FF_ALGO("test.b"),
+                                       FF_ALGO("test.c"), FF_ALGO("test.reference")};
 static const cf_algo *const all[N_ALGOS] = {&algos[0], &algos[1], &algos[2], &algos[3]};
 
 static const cf_algo *const *algorithms(int *count)
@@ -50,43 +36,6 @@ static double run_ms[N_ALGOS];
 static int runs_of[N_ALGOS];
 static double reported_ms; /* every run's reported time, in all */
 
-struct cf_find_bench {
-    int unused;
-};
-struct cf_find_ready {
-    int algo;
-};
-
-static convfind_status bench_create(const cf_backend_state *s, const cf_problem *p,
-                                    const cf_bench_config *config, cf_find_bench **out)
-{
-    (void)s, (void)p, (void)config;
-    *out = calloc(1, sizeof **out);
-    return *out ? CONVFIND_OK : CONVFIND_ERR_OUT_OF_MEMORY;
-}
-
-static void bench_destroy(cf_find_bench *b)
-{
-    free(b);
-}
-
-static cf_candidate_status prepare(cf_find_bench *b, const cf_algo *a, cf_candidate_stats *c,
-                                   cf_find_ready **out)
-{
-    (void)b, (void)c;
-    *out = malloc(sizeof **out);
-    if (!*out)
-        return CF_CAND_ABANDONED;
-    (*out)->algo = (int)(a - algos);
-    return CF_CAND_OK;
-}
-
-static void release(cf_find_bench *b, cf_find_ready *r)
-{
-    (void)b;
-    free(r);
-}
-
 /* Like the CPU's: one untimed run. */
 static bool check(cf_find_bench *b, cf_find_ready *r, int *runs, double *ms)
 {
@@ -99,15 +48,15 @@ static bool check(cf_find_bench *b, cf_find_ready *r, int *runs, double *ms)
 static convfind_status sample(cf_find_bench *b, cf_find_ready *r, int batch, double *ms)
 {
     (void)b;
-    runs_of[r->algo] += batch;
-    reported_ms += batch * run_ms[r->algo];
-    *ms = run_ms[r->algo];
+    const ptrdiff_t i = r->algo - algos;
+    runs_of[i] += batch;
+    reported_ms += batch * run_ms[i];
+    *ms = run_ms[i];
     return CONVFIND_OK;
 }
 
 static const cf_find_hooks hooks = {
-    .bench_create = bench_create, .bench_destroy = bench_destroy, .prepare = prepare,
-    .release = release, .check = check, .sample = sample, .final_round = true,
+    FF_HOOKS, .check = check, .sample = sample, .final_round = true,
 };
 
 static const cf_backend backend = {
@@ -123,8 +72,7 @@ static void find(const double ms[N_ALGOS], cf_decision *d)
     memcpy(run_ms, ms, sizeof run_ms);
     memset(runs_of, 0, sizeof runs_of);
     reported_ms = 0;
-    const cf_problem p = {.op = CONVFIND_OP_CONV, .dtype = CONVFIND_DTYPE_F32, .n = 1, .c = 1,
-                          .m = 1, .group = 1, .nsp = 1};
+    const cf_problem p = ff_problem();
     const cf_find_config cfg = {.budget_s = BUDGET_S, .validate = true};
     assert_int_equal(cf_find_measure(&backend, NULL, &p, &cfg, d), CONVFIND_OK);
 }

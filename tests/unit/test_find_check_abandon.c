@@ -16,13 +16,12 @@
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <stdlib.h>
 #include <string.h>
 
 #include <cmocka.h>
 
+#include "fake_find.h"
 #include "find/find.h"
-#include "problem/problem.h"
 
 /* Each fake algorithm's cost of one run, in ms; what its samples report. */
 typedef struct fake_algo {
@@ -30,21 +29,7 @@ typedef struct fake_algo {
     double run_ms;
 } fake_algo;
 
-static bool any(const cf_problem *p)
-{
-    (void)p;
-    return true;
-}
-
-static convfind_status never_run(const cf_problem *p, const void *state, const cf_exec_args *a)
-{
-    (void)p, (void)state, (void)a;
-    return CONVFIND_OK;
-}
-
-#define FAKE(name_, ms_)                                                                     \
-    {.algo = {.name = name_, .family = "test", .applicable = any, .execute = never_run},    \
-     .run_ms = ms_}
+#define FAKE(name_, ms_) {.algo = FF_ALGO(name_), .run_ms = ms_}
 static const fake_algo fast = FAKE("test.fast", 1.0);
 static const fake_algo close_one = FAKE("test.close", 1.2);
 static const fake_algo slow = FAKE("test.slow", 40.0);
@@ -70,62 +55,30 @@ static int index_of(const cf_algo *a)
     return -1;
 }
 
-struct cf_find_bench {
-    int unused;
-};
-struct cf_find_ready {
-    const fake_algo *algo;
-};
-
-static convfind_status bench_create(const cf_backend_state *s, const cf_problem *p,
-                                    const cf_bench_config *config, cf_find_bench **out)
+/* The fake_algo a candidate was prepared for: cf_algo is fake_algo's first member. */
+static const fake_algo *fake_of(const cf_find_ready *r)
 {
-    (void)s, (void)p, (void)config;
-    *out = calloc(1, sizeof **out);
-    return *out ? CONVFIND_OK : CONVFIND_ERR_OUT_OF_MEMORY;
-}
-
-static void bench_destroy(cf_find_bench *b)
-{
-    free(b);
-}
-
-static cf_candidate_status prepare(cf_find_bench *b, const cf_algo *a, cf_candidate_stats *c,
-                                   cf_find_ready **out)
-{
-    (void)b, (void)c;
-    *out = malloc(sizeof **out);
-    if (!*out)
-        return CF_CAND_ABANDONED;
-    (*out)->algo = (const fake_algo *)a; /* cf_algo is fake_algo's first member */
-    return CF_CAND_OK;
-}
-
-static void release(cf_find_bench *b, cf_find_ready *r)
-{
-    (void)b;
-    free(r);
+    return (const fake_algo *)r->algo;
 }
 
 static bool check(cf_find_bench *b, cf_find_ready *r, int *runs, double *ms)
 {
     (void)b;
     *runs = 2;
-    *ms = check_times ? r->algo->run_ms : 0;
+    *ms = check_times ? fake_of(r)->run_ms : 0;
     return true;
 }
 
 static convfind_status sample(cf_find_bench *b, cf_find_ready *r, int batch, double *ms)
 {
     (void)b, (void)batch;
-    samples[index_of(&r->algo->algo)]++;
-    *ms = r->algo->run_ms;
+    samples[index_of(r->algo)]++;
+    *ms = fake_of(r)->run_ms;
     return CONVFIND_OK;
 }
 
 static const cf_find_hooks hooks = {
-    .bench_create = bench_create, .bench_destroy = bench_destroy, .prepare = prepare,
-    .release = release, .check = check, .sample = sample, .sample_target_ms = 0.25,
+    FF_HOOKS, .check = check, .sample = sample, .sample_target_ms = 0.25,
     .min_repeats = 3, .max_repeats = 3,
 };
 
@@ -138,8 +91,7 @@ static cf_candidate_stats find(bool timed_check)
 {
     memset(samples, 0, sizeof samples);
     check_times = timed_check;
-    const cf_problem p = {.op = CONVFIND_OP_CONV, .dtype = CONVFIND_DTYPE_F32, .n = 1, .c = 1,
-                          .m = 1, .group = 1, .nsp = 1};
+    const cf_problem p = ff_problem();
     const cf_find_config cfg = {.budget_s = 10, .validate = true};
     cf_decision d;
     assert_int_equal(cf_find_measure(&backend, NULL, &p, &cfg, &d), CONVFIND_OK);
