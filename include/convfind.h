@@ -290,7 +290,8 @@ CONVFIND_API convfind_status convfind_problem_output_dims(const convfind_problem
 
 /* The resolved pads (all begins, then all ends; 2 * spatial rank values) after auto_pad
  * and output_shape are applied.  A ConvTranspose pad may be negative when output_shape
- * or SAME_* asks for more output than the input produces (docs/onnx-semantics.md).  `pads` needs 2*CONVFIND_MAX_SPATIAL. */
+ * or SAME_* asks for more output than the input produces (docs/onnx-semantics.md).
+ * `pads` needs 2*CONVFIND_MAX_SPATIAL. */
 CONVFIND_API convfind_status convfind_problem_resolved_pads(const convfind_problem *problem,
                                                             int64_t *pads);
 

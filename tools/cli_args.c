@@ -9,6 +9,7 @@
  */
 #include "cli_args.h"
 
+#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -172,8 +173,8 @@ static int apply_bytes(const cli_flag *flag, cli_args *a, const char *value)
     size_t len = strlen(value);
     int shift = 0;
     if (len > 1) {
-        char c = value[len - 1];
-        shift = c == 'k' || c == 'K' ? 10 : c == 'm' || c == 'M' ? 20 : c == 'g' || c == 'G' ? 30 : 0;
+        const int unit = toupper((unsigned char)value[len - 1]);
+        shift = unit == 'K' ? 10 : unit == 'M' ? 20 : unit == 'G' ? 30 : 0;
     }
     int64_t v;
     if (!cli_int64_from_span(value, shift ? len - 1 : len, &v) || v < 0 ||

@@ -115,7 +115,8 @@ static void text_measured(const convfind_db_record *r, char *buf, size_t size)
     size_t n = r->budget_s > 0 ? (size_t)snprintf(buf, size, "budget %g ms", 1000.0 * r->budget_s)
                                : (size_t)snprintf(buf, size, "budget unknown");
     if (n < size)
-        n += (size_t)snprintf(buf + n, size - n, ", spread %.3f", chosen(r) ? chosen(r)->spread : 0);
+        n += (size_t)snprintf(buf + n, size - n, ", spread %.3f",
+                              chosen(r) ? chosen(r)->spread : 0);
     if (n < size && r->runner_up)
         n += (size_t)snprintf(buf + n, size - n, ", margin %+.1f%% to %s", 100.0 * r->margin,
                               r->runner_up);
@@ -506,7 +507,8 @@ const cli_command cli_cmd_db = {
         "Subcommands that only read, and change nothing (no directory or file is created, "
         "nothing is moved, no -wal or -shm file is left; a missing database reads as empty):\n"
         "  path          the database file in use\n"
-        "  list          one line per record: key, algorithm, median, current/foreign, host, time,\n"
+        "  list          one line per record: key, algorithm, median, current/foreign, host, "
+        "time,\n"
         "                confident/low-confidence\n"
         "  show KEY      every record of KEY: how it was measured (Find budget, the choice's\n"
         "                spread, its margin to the runner-up, confidence) and every\n"

@@ -183,7 +183,8 @@ static void print_summary(const cli_args *a, const convfind_plan_info *info, boo
 static int run(const cli_command *cmd, const cli_args *a, run_state *s)
 {
     int rc;
-    if ((rc = load(cmd, "input", a->input, &s->x)) || (rc = load(cmd, "weights", a->weights, &s->w)) ||
+    if ((rc = load(cmd, "input", a->input, &s->x)) ||
+        (rc = load(cmd, "weights", a->weights, &s->w)) ||
         (a->bias_file && (rc = load(cmd, "bias", a->bias_file, &s->b))) ||
         (a->residual_file && (rc = load(cmd, "residual", a->residual_file, &s->z))))
         return rc;

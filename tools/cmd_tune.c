@@ -305,9 +305,10 @@ const cli_command cli_cmd_tune = {
         "unstored=U seconds=S`; with --json one object {\"database\", \"problems\": "
         "[{\"name\", \"count\", \"weights\", \"status\", \"algorithm\", \"source\", "
         "\"median_ms\" or \"error\", \"seconds\"}], \"tuned\", \"failed\", \"finds\", "
-        "\"db_hits\", \"seeded\", \"unstored\", \"seconds\"}. A database another process keeps locked is waited "
-        "for; decisions that could not be stored in the end are counted as unstored. The "
-        "exit status is 1 when a problem failed or a decision could not be stored.",
+        "\"db_hits\", \"seeded\", \"unstored\", \"seconds\"}. A database another process "
+        "keeps locked is waited for; decisions that could not be stored in the end are "
+        "counted as unstored. The exit status is 1 when a problem failed or a decision could "
+        "not be stored.",
     .sections = sections,
     .nsections = 6,
     .examples = "convfind tune data/resnet50_convs.csv --budget-ms 200 --progress\n"

@@ -11,9 +11,10 @@
 #include "problem_list.h"
 
 /* Appends the problems of `model` to `list`; each of `shapes[0..nshapes)` is passed on as
- * --input-shape, `math` ("strict", "tf32") as --math.  0, or -1 with one line in err: the module cannot be imported, the
- * interpreter cannot be run, the module failed (its last line of stderr), or its output
- * does not parse (file and line as for a problem file). */
+ * --input-shape, `math` ("strict", "tf32") as --math.  0, or -1 with one line in err:
+ * the module cannot be imported, the interpreter cannot be run, the module failed (its
+ * last line of stderr), or its output does not parse (file and line as for a problem
+ * file). */
 int cli_onnx_problems(const char *model, const char *const *shapes, int nshapes,
                       const char *math, cli_problem_list *list, char *err, size_t errsize);
 

@@ -113,9 +113,10 @@ typedef struct cf_find_hooks {
                                     const cf_bench_config *config, cf_find_bench **out);
     void (*bench_destroy)(cf_find_bench *b);
     /* Prepares candidate `algo` (form c->algo) for runs: its state, workspace and, with
-     * constant weights, its packed weights.  Returns CF_CAND_OK with *out set, or the candidate's status when it
-     * cannot run (FAILED: it refused; ABANDONED: memory, no verdict; NOT_APPLICABLE:
-     * over the workspace limit) with nothing held.  May set c->workspace_bytes. */
+     * constant weights, its packed weights.  Returns CF_CAND_OK with *out set, or the
+     * candidate's status when it cannot run (FAILED: it refused; ABANDONED: memory, no
+     * verdict; NOT_APPLICABLE: over the workspace limit) with nothing held.  May set
+     * c->workspace_bytes. */
     cf_candidate_status (*prepare)(cf_find_bench *b, const cf_algo *algo,
                                    cf_candidate_stats *c, cf_find_ready **out);
     void (*release)(cf_find_bench *b, cf_find_ready *r);

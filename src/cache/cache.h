@@ -3,8 +3,9 @@
  *
  * Structure: 64 shards, each a chained hash table behind its own big-reader lock
  * (brlock.h: the read side writes only a per-thread-slot cache line).  A hit takes one
- * shard's read lock for the length of a bucket walk and a reference count increment; Find never runs under any shard lock (the owner of a miss benchmarks
- * with no lock held), so a hit never waits for a Find (DESIGN.md non-negotiable 2).
+ * shard's read lock for the length of a bucket walk and a reference count increment;
+ * Find never runs under any shard lock (the owner of a miss benchmarks with no lock
+ * held), so a hit never waits for a Find (DESIGN.md non-negotiable 2).
  *
  * Entries are reference counted.  The table holds one reference while an entry is
  * linked; every caller holding an entry holds another, so eviction only unlinks and an

@@ -226,7 +226,8 @@ static convfind_status forced_algorithm(const convfind_context *ctx, const cf_pr
     if (!algo->applicable(problem))
         return cf_fail(CONVFIND_ERR_UNSUPPORTED, "algorithm \"%s\" cannot run this problem", name);
     if (cf_algo_workspace(algo, problem, &ws) != CONVFIND_OK)
-        return cf_fail(CONVFIND_ERR_OVERFLOW, "workspace of \"%s\" for this problem overflows", name);
+        return cf_fail(CONVFIND_ERR_OVERFLOW, "workspace of \"%s\" for this problem overflows",
+                       name);
     if (ctx->options.workspace_limit && ws > ctx->options.workspace_limit)
         return cf_fail(CONVFIND_ERR_UNSUPPORTED,
                        "algorithm \"%s\" needs %zu workspace bytes, over the limit of %zu", name,

@@ -21,7 +21,10 @@ static int scratch_key_ok;
 
 static void scratch_free(void *data) { free(data); }
 
-static void scratch_init(void) { scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0; }
+static void scratch_init(void)
+{
+    scratch_key_ok = pthread_key_create(&scratch_key, scratch_free) == 0;
+}
 
 void *cf_scratch_get(size_t bytes)
 {

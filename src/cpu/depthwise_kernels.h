@@ -53,7 +53,8 @@ DW_INLINE void dw_nhwc_pixels(const cf_dw_job *j, int64_t n, int64_t od, int64_t
         int64_t id = od * s->stride[0] - s->pad[0] + kd * s->dil[0];
         for (int64_t kh = kr[2]; kh < kr[3]; kh++) {
             int64_t ih = oh * s->stride[1] - s->pad[1] + kh * s->dil[1];
-            const float *xrow = j->x + ((n * s->in[0] + id) * s->in[1] + ih) * s->in[2] * j->xc + c0;
+            const float *xrow =
+                j->x + ((n * s->in[0] + id) * s->in[1] + ih) * s->in[2] * j->xc + c0;
             const float *wt = j->w + c0 * j->ntaps + (kd * s->k[1] + kh) * s->k[2] * CF_VL;
 #pragma GCC unroll 3
             for (int64_t kw = kw_lo; kw < kw_hi; kw++) {

@@ -121,7 +121,8 @@ static dbk_ws dbk_ws_of(const cf_problem *p, const dbk_geom *g)
     size_t per_block = cf_ws_mul(t, cf_ws_mul(t, (size_t)g->dp, (size_t)g->hp), (size_t)g->rs);
     size_t x_floats = cf_ws_mul(t, blocks, per_block);
     size_t blocks_w = cf_ws_mul(t, (size_t)g->groups, cf_ws_mul(t, (size_t)g->mbg, (size_t)g->cbg));
-    size_t w_floats = cf_ws_mul(t, cf_ws_mul(t, blocks_w, (size_t)g->ntaps), (size_t)(g->vl * g->vl));
+    size_t w_floats =
+        cf_ws_mul(t, cf_ws_mul(t, blocks_w, (size_t)g->ntaps), (size_t)(g->vl * g->vl));
     w.x = cf_ws_take(t, x_floats, sizeof(float));
     w.tap = cf_ws_take(t, (size_t)g->ntaps, sizeof(ptrdiff_t));
     w.w = cf_ws_take(t, w_floats, sizeof(float));
@@ -477,7 +478,8 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     const dbk_packed *pk = a->packed_w;
     bool repack = !pk || pk->vl != k->vl;
     if (ws.total.overflow)
-        return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.direct_blocked workspace does not fit in size_t");
+        return cf_fail(CONVFIND_ERR_OVERFLOW,
+                       "cpu.direct_blocked workspace does not fit in size_t");
     if (a->workspace_size < ws.total.bytes || !a->workspace)
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE, "cpu.direct_blocked needs %zu bytes of "
                        "workspace, got %zu", ws.total.bytes, a->workspace_size);

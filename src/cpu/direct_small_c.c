@@ -19,9 +19,10 @@
  * permute per vector and tap, measured no faster.
  *
  * Conv only, f32, 1-D to 3-D, any kernel size, stride, dilation and asymmetric padding
- * within cf_geom3_bounded (geom3.h), NCHW and NHWC, any group count with at most DSC_MAX_CG input channels per group
- * (depthwise excluded: cpu.depthwise has its own kernels).  The packed weights do not
- * depend on the ISA level, which is read at every execution.
+ * within cf_geom3_bounded (geom3.h), NCHW and NHWC, any group count with at most
+ * DSC_MAX_CG input channels per group (depthwise excluded: cpu.depthwise has its own
+ * kernels).  The packed weights do not depend on the ISA level, which is read at every
+ * execution.
  */
 #include <stdatomic.h>
 #include <stdlib.h>
@@ -367,7 +368,8 @@ static convfind_status dsc_execute(const cf_problem *p, const void *state, const
     dsc_geom g = dsc_geom_of(p);
     dsc_ws ws = dsc_ws_of(p, &g);
     if (ws.total.overflow)
-        return cf_fail(CONVFIND_ERR_OVERFLOW, "cpu.direct_small_c workspace does not fit in size_t");
+        return cf_fail(CONVFIND_ERR_OVERFLOW,
+                       "cpu.direct_small_c workspace does not fit in size_t");
     if (a->workspace_size < ws.total.bytes || !a->workspace)
         return cf_fail(CONVFIND_ERR_INVALID_SHAPE, "cpu.direct_small_c needs %zu bytes of "
                        "workspace, got %zu", ws.total.bytes, a->workspace_size);

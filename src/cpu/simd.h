@@ -100,7 +100,8 @@ static inline cf_vf cf_vload_lanes(const float *p, int lo, int hi)
 }
 static inline cf_vf cf_vload_even_lanes(const float *p, int lo, int hi)
 {
-    uint32_t m = 0x55555555u & (uint32_t)(((1ull << (2 * hi - 1)) - 1u) & ~((1ull << (2 * lo)) - 1u));
+    uint32_t m =
+        0x55555555u & (uint32_t)(((1ull << (2 * hi - 1)) - 1u) & ~((1ull << (2 * lo)) - 1u));
     cf_vf a = _mm512_maskz_loadu_ps((__mmask16)m, p);
     cf_vf b = _mm512_maskz_loadu_ps((__mmask16)(m >> 16), p + 16);
     const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26,
@@ -354,7 +355,10 @@ static inline cf_vf cf_vload_n(const float *p, int n)
     memcpy(&v, p, (size_t)n * sizeof(float));
     return v;
 }
-static inline void cf_vstore_n(float *p, cf_vf v, int n) { memcpy(p, &v, (size_t)n * sizeof(float)); }
+static inline void cf_vstore_n(float *p, cf_vf v, int n)
+{
+    memcpy(p, &v, (size_t)n * sizeof(float));
+}
 static inline cf_vf cf_vshift(cf_vf a, cf_vf b, int k)
 {
     float t[2 * CF_VL];

@@ -32,7 +32,8 @@ typedef struct cf_wg_job {
     const cf_problem *p;
     int mt, alpha, vl;        /* output tile size (2, 4 or 6), alpha = mt + 2, vector length */
     int64_t tiles_h, tiles_w; /* tiles per image */
-    int64_t ntiles;           /* N * tiles_h * tiles_w; tile t = (n * tiles_h + ty) * tiles_w + tx */
+    int64_t ntiles;           /* N * tiles_h * tiles_w;
+                                 tile t = (n * tiles_h + ty) * tiles_w + tx */
     int64_t groups;           /* groups of VL tiles: ceil(ntiles / VL) */
     int64_t cb, kb;           /* blocks of VL input / output channels */
     int64_t hp, wp;           /* padded input plane: tiles_h * mt + 2 by tiles_w * mt + 2 */

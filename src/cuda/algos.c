@@ -227,10 +227,10 @@ static void cudnn_release(void *state)
  * other layout none (on the H200 the depthwise layers they exist for were always won in
  * the caller's layout, while compiling the other layout's took 140-420 ms per Find).
  * Fused lists keep mode A's configurations only: the fallback mode's there (engine 0,
- * a generic kernel, 4-10 ms where the winners took 0.03-0.2 ms) never won.  Split lists are for a validating Find
- * under CONVFIND_MATH_ALLOW_SPLIT_TF32 only; fused ones exist where the problem has an
- * epilogue cuDNN can fuse.  On the H200 the winner was mode A's first configuration of
- * its list in 73% of 700 Finds, and among its first four in 91%
+ * a generic kernel, 4-10 ms where the winners took 0.03-0.2 ms) never won.  Split lists
+ * are for a validating Find under CONVFIND_MATH_ALLOW_SPLIT_TF32 only; fused ones exist
+ * where the problem has an epilogue cuDNN can fuse.  On the H200 the winner was mode A's
+ * first configuration of its list in 73% of 700 Finds, and among its first four in 91%
  * (bench/results/gpu_20261202/run5). */
 static const struct {
     cf_cudnn_kind kind;

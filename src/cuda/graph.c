@@ -269,7 +269,8 @@ static convfind_status tensor(cudnnDataType_t dt, int nd, const int64_t *dims,
           "tensor strides");
     CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_UNIQUE_ID, CUDNN_TYPE_INT64, 1, &uid),
           "tensor uid");
-    CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1, &align),
+    CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, CUDNN_TYPE_INT64, 1,
+                                   &align),
           "tensor alignment");
     if (is_virtual)
         CHECK(cudnnBackendSetAttribute(t, CUDNN_ATTR_TENSOR_IS_VIRTUAL, CUDNN_TYPE_BOOLEAN, 1,
@@ -283,7 +284,8 @@ done:
 }
 
 static convfind_status make_tensor(cudnnDataType_t dt, int nd, const int64_t *dims,
-                                   const int64_t *strides, int64_t uid, cudnnBackendDescriptor_t *out)
+                                   const int64_t *strides, int64_t uid,
+                                   cudnnBackendDescriptor_t *out)
 {
     return tensor(dt, nd, dims, strides, uid, false, out);
 }

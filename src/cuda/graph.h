@@ -134,8 +134,8 @@ typedef struct cf_cudnn_limits {
  * only for grouped convolutions (graph.c says why).  With `split`, the split
  * configurations instead (tensor-core engines only; none unless cf_cudnn_splittable), and
  * with `kind` CF_CUDNN_FUSED the fused ones (none unless cf_cudnn_fusable and `layout`
- * is the caller's).  Writes up to `cap` into out and the number written into *count.  Must run inside
- * cf_cuda_enter() with `handle` the calling thread's. */
+ * is the caller's).  Writes up to `cap` into out and the number written into *count.
+ * Must run inside cf_cuda_enter() with `handle` the calling thread's. */
 convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
                                    convfind_layout layout, cf_cudnn_kind kind,
                                    const cf_cudnn_limits *limits, cf_cudnn_config *out, int cap,
@@ -152,8 +152,9 @@ int cf_cudnn_knob_neighbors(cudnnHandle_t handle, const cf_problem *p, const cf_
 
 typedef struct cf_cudnn_plan cf_cudnn_plan;
 
-/* Finalizes configuration `c` for `p` (for a padded one, its engine problem) on `handle`.  CONVFIND_ERR_BACKEND with cuDNN's
- * message when cuDNN refuses it.  The plan may only be used with `handle`. */
+/* Finalizes configuration `c` for `p` (for a padded one, its engine problem) on `handle`.
+ * CONVFIND_ERR_BACKEND with cuDNN's message when cuDNN refuses it.  The plan may only be
+ * used with `handle`. */
 convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
                                      const cf_cudnn_config *c, cf_cudnn_plan **out);
 void cf_cudnn_plan_destroy(void *plan);

@@ -28,7 +28,10 @@ template <> __device__ float load<__nv_bfloat16>(const __nv_bfloat16 *p, int64_t
 
 template <typename T> __device__ void store(T *p, int64_t i, float v);
 template <> __device__ void store<float>(float *p, int64_t i, float v) { p[i] = v; }
-template <> __device__ void store<__half>(__half *p, int64_t i, float v) { p[i] = __float2half_rn(v); }
+template <> __device__ void store<__half>(__half *p, int64_t i, float v)
+{
+    p[i] = __float2half_rn(v);
+}
 template <> __device__ void store<__nv_bfloat16>(__nv_bfloat16 *p, int64_t i, float v)
 {
     p[i] = __float2bfloat16_rn(v);

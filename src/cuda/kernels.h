@@ -6,8 +6,9 @@
  * zero-padding or cropping the spatial axes (pads cuDNN cannot take), splitting f32
  * operands into TF32 parts (graph.h's split configurations), the
  * bias/residual/activation epilogue, non-zero test data and result checks for Find and
- * the tests, and a direct convolution that runs every problem the library accepts (any group, dilation,
- * pad including negative ConvTranspose pads, output padding, dtype, layout, epilogue).
+ * the tests, and a direct convolution that runs every problem the library accepts (any
+ * group, dilation, pad including negative ConvTranspose pads, output padding, dtype,
+ * layout, epilogue).
  * The direct kernel is the CUDA backend's always-valid fallback and Find's GPU
  * reference; the tests check it against the CPU reference.
  *

@@ -179,7 +179,8 @@ convfind_status cf_db_open(const cf_db_config *config, cf_db **out)
     if (!config)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "config (cf_db_config *) is NULL");
     if ((unsigned)config->env_policy > (unsigned)CONVFIND_DB_ENV_IGNORE)
-        return cf_fail(CONVFIND_ERR_INVALID_ENUM, "db_env_policy = %d is not a convfind_db_env_policy",
+        return cf_fail(CONVFIND_ERR_INVALID_ENUM,
+                       "db_env_policy = %d is not a convfind_db_env_policy",
                        (int)config->env_policy);
     if ((unsigned)config->mode > (unsigned)CF_DB_MAINTAIN)
         return cf_fail(CONVFIND_ERR_INVALID_ENUM, "mode = %d is not a cf_db_mode",

@@ -98,7 +98,8 @@ int cf_db_insert(sqlite3_stmt *ins, const cf_db_row *r, const cf_db_env *env, co
  * The rest of a row is checked by the decision loader. */
 double cf_db_column_budget(sqlite3_stmt *st, int col)
 {
-    if (sqlite3_column_type(st, col) != SQLITE_FLOAT && sqlite3_column_type(st, col) != SQLITE_INTEGER)
+    const int type = sqlite3_column_type(st, col);
+    if (type != SQLITE_FLOAT && type != SQLITE_INTEGER)
         return 0;
     double v = sqlite3_column_double(st, col);
     return v > 0 && v <= CF_DB_BUDGET_MAX_MS ? v : 0;

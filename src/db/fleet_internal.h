@@ -28,7 +28,7 @@
 /* $1 key, $2..$4 this environment: this environment's record first, then the newest. */
 #define FLEET_SQL_LOOKUP                                                                       \
     "SELECT decision, library_version = $2 AND backend_versions = $3 AND device = $4 AS exact, " \
-    "host, created_at, budget_ms FROM convfind_fleet_decisions WHERE key = $1 "                            \
+    "host, created_at, budget_ms FROM convfind_fleet_decisions WHERE key = $1 "               \
     "ORDER BY exact DESC, created_at DESC LIMIT 16"
 /* $1 key, $2 environment, $3 owner, $4 host, $5 lifetime in ms: a row back means the
  * lease is ours (new, expired and taken over, or our own renewed). */

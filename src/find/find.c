@@ -401,7 +401,8 @@ static void final_round(find_run *f, double round_s)
     double least_ms = 0;
     for (int j = 0; j < k; j++) {
         const double m = r[pick[j]].median_ms;
-        least_ms += m + CF_FIND_MIN_REPEATS * (m + (m > h->sample_target_ms ? m : h->sample_target_ms));
+        const double batch_ms = m > h->sample_target_ms ? m : h->sample_target_ms;
+        least_ms += m + CF_FIND_MIN_REPEATS * (m + batch_ms);
     }
     if (least_ms > 1e3 * round_s) {
         if (f->trace)

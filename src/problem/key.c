@@ -236,8 +236,8 @@ typedef struct cursor {
 
 static convfind_status bad(const cursor *c)
 {
-    return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE, "key text: field \"%s\" is malformed near \"%.24s\"",
-                   c->field, c->s);
+    return cf_fail(CONVFIND_ERR_INVALID_ATTRIBUTE,
+                   "key text: field \"%s\" is malformed near \"%.24s\"", c->field, c->s);
 }
 
 /* Consumes `lit` or fails. */
@@ -448,8 +448,9 @@ static convfind_status parse_fields(cursor *c, cf_problem *p, cf_fingerprint *fp
     if (!eat(c, "v") || !read_i64(c, &version))
         return bad(c);
     if (version != CF_KEY_VERSION)
-        return cf_fail(CONVFIND_ERR_NOT_FOUND, "key text has version %" PRId64 ", this build reads %d",
-                       version, CF_KEY_VERSION);
+        return cf_fail(CONVFIND_ERR_NOT_FOUND,
+                       "key text has version %" PRId64 ", this build reads %d", version,
+                       CF_KEY_VERSION);
     c->field = "op";
     if (!eat(c, ";") || !read_word(c, op_names, COUNT(op_names), &v))
         return bad(c);

@@ -215,7 +215,8 @@ static convfind_status check_attributes(const convfind_conv_desc *d)
     for (int i = 0; i < d->kernel_shape.count; i++)
         if (d->kernel_shape.v[i] != d->w_dims[2 + i])
             return cf_fail(CONVFIND_ERR_INVALID_SHAPE,
-                           "kernel_shape[%d] = %" PRId64 " does not match W's w_dims[%d] = %" PRId64,
+                           "kernel_shape[%d] = %" PRId64
+                           " does not match W's w_dims[%d] = %" PRId64,
                            i, d->kernel_shape.v[i], 2 + i, d->w_dims[2 + i]);
     /* ONNX: each output_padding value must be smaller than the stride or the dilation
      * of its axis (onnxruntime checks max(stride, dilation) the same way). */
@@ -345,7 +346,8 @@ static convfind_status tensor_count(const char *name, int64_t a, int64_t b, int6
 static convfind_status resolve_counts(const convfind_conv_desc *d, cf_problem *p)
 {
     if (!product(p->in, CF_SP, &p->in_sp) || !product(p->k, CF_SP, &p->k_sp))
-        return cf_fail(CONVFIND_ERR_OVERFLOW, "product of the input or kernel spatial dims overflows int64");
+        return cf_fail(CONVFIND_ERR_OVERFLOW,
+                       "product of the input or kernel spatial dims overflows int64");
     if (!product(p->out, CF_SP, &p->out_sp))
         return cf_fail(CONVFIND_ERR_OVERFLOW,
                        "output spatial size %" PRId64 " x %" PRId64 " x %" PRId64

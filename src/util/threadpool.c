@@ -183,7 +183,8 @@ convfind_status cf_threadpool_create(int num_threads, cf_threadpool **out)
         pool->workers = calloc((size_t)num_threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
             cf_threadpool_destroy(pool);
-            return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d workers", num_threads - 1);
+            return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d workers",
+                           num_threads - 1);
         }
         for (int i = 0; i < num_threads - 1; i++) {
             if (pthread_create(&pool->workers[i], NULL, worker_main, pool) != 0) {
