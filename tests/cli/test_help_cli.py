@@ -1,7 +1,8 @@
 """test_help_cli.py - what the tool says about itself: `help` for every command (itself
 included), the same text from `COMMAND --help`, one meaning per flag across commands,
 man pages and bash completion made from the same tables and installed by
-`cmake --install`, and docs/cli.md naming every command and flag."""
+`cmake --install`, docs/cli.md naming every command and flag, and the help's environment
+variables agreeing with docs/environment.md."""
 import os
 import pathlib
 import re
@@ -13,6 +14,7 @@ import pytest
 CLI = os.environ.get("CONVFIND_CLI", "")
 BUILD = os.environ.get("CONVFIND_BUILD_DIR", "")
 DOCS = pathlib.Path(__file__).resolve().parents[2] / "docs" / "cli.md"
+ENV_DOCS = DOCS.with_name("environment.md")
 FLAG = re.compile(r"^  (?:-(\S), )?(?:    )?--([a-z_-]+)")
 
 
@@ -109,6 +111,31 @@ def test_docs_name_every_command_and_flag():
         assert "`convfind %s`" % name in text, name
         for flag, (short, _) in flags_of(name).items():
             assert "--" + flag in text, (name, flag)
+
+
+def documented_variables():
+    """{`## ` heading of docs/environment.md: the variables its table's first column names}."""
+    sections, current = {}, None
+    for line in ENV_DOCS.read_text().splitlines():
+        if line.startswith("## "):
+            current = sections.setdefault(line[3:].strip(), set())
+        elif current is not None and line.startswith("| `"):
+            current.update(re.findall(r"`([A-Z][A-Z0-9_]*)`", line.split("|")[1]))
+    return sections
+
+
+def test_help_environment_matches_docs():
+    """The help's list (tools/cli_help.c, also the man page's) names every variable the
+    library reads but CONVFIND_FIND_POLICY (every command sets its policy), and only
+    variables docs/environment.md gives the library or the tool."""
+    out = tool("--help").stdout
+    listed = out.split("\nenvironment:\n")[1].split("\nexit status:")[0]
+    printed = set(re.findall(r"^  (\S+)", listed, re.M))
+    docs = documented_variables()
+    library, own = docs["The library (and so the tool)"], docs["The `convfind` tool"]
+    assert library and own, "docs/environment.md's headings changed"
+    assert library - {"CONVFIND_FIND_POLICY"} - printed == set(), "missing from the help"
+    assert printed - library - own == set(), "missing from docs/environment.md"
 
 
 def test_cmake_install_puts_man_pages_and_completion(tmp_path):
