@@ -10,20 +10,6 @@
 #include "convfind.h"
 #include "fleet_fixture.h"
 
-static convfind_problem *small_problem(void)
-{
-    convfind_conv_desc d;
-    convfind_conv_desc_init(&d);
-    d.x_rank = d.w_rank = 4;
-    const int64_t x[4] = {1, 4, 8, 8}, w[4] = {8, 4, 3, 3};
-    memcpy(d.x_dims, x, sizeof x);
-    memcpy(d.w_dims, w, sizeof w);
-    d.pads = (convfind_ints){4, {1, 1, 1, 1}};
-    convfind_problem *p = NULL;
-    FL_CHECK(convfind_problem_create(&d, &p) == CONVFIND_OK, "problem");
-    return p;
-}
-
 /* Plans the problem on a new context of machine `m` and returns its statistics. */
 static convfind_context_stats plan_on(const char *dir, int m, const char *fleet_db)
 {
@@ -38,7 +24,8 @@ static convfind_context_stats plan_on(const char *dir, int m, const char *fleet_
     convfind_context *ctx = NULL;
     FL_CHECK(convfind_context_create(&o, &ctx) == CONVFIND_OK, "context: %s",
              convfind_last_error());
-    convfind_problem *p = small_problem();
+    convfind_problem *p = fx_small_problem();
+    FL_CHECK(p, "problem: %s", convfind_last_error());
     convfind_plan *plan = NULL;
     FL_CHECK(convfind_plan_create(ctx, p, &plan) == CONVFIND_OK, "plan: %s",
              convfind_last_error());
