@@ -102,6 +102,10 @@ convfind_status cf_db_load_decision(const cf_db *db, const char *key, const char
 /* The usability check alone (cfg.usable; none: usable): CONVFIND_ERR_IO naming why not. */
 convfind_status cf_db_check_usable(const cf_db *db, const char *key, const cf_decision *d);
 
+/* A read of the user tier (`what`: its file) that failed with `rc` is a miss; it is said
+ * once, and never changes the handle.  Caller holds mu. */
+void cf_db_read_failed(cf_db *db, const char *what, int rc);
+
 /* Execs SQL without results; returns the SQLite code. */
 int cf_db_exec(sqlite3 *conn, const char *sql);
 
