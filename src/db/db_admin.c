@@ -435,6 +435,12 @@ static int prune_op(cf_db *db, sqlite3 *conn, void *varg)
     if (rc == SQLITE_OK && (rc = walk_op(db, conn, &w)) == SQLITE_DONE)
         rc = SQLITE_OK;
     p->removed += w.unreadable;
+    /* Compiled forms go with their decision: after the deletions above, so that those of
+     * unreadable and foreign records go too. */
+    size_t artifacts = 0;
+    if (rc == SQLITE_OK)
+        rc = cf_db_prune_artifacts(db, conn, &artifacts);
+    p->removed += artifacts;
     /* Leases: collect the dead ones first, then delete them by key. */
     st = NULL;
     if (rc == SQLITE_OK)
