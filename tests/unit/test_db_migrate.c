@@ -112,17 +112,26 @@ static void store_measured(cf_db *db, int i, int seed, double budget_ms)
     cf_decision_clear(&d);
 }
 
-static void test_schema1_is_migrated_keeping_records(void **state)
+/* Writes fx_dir/`name` (its path into `path`) with `write` and `seed`, and opens it for
+ * use, as a context does: it is migrated without a warning. */
+static cf_db *open_migrated(void (*write)(const char *, int), const char *name, int seed,
+                            char path[300])
 {
-    (void)state;
-    char path[300];
-    snprintf(path, sizeof path, "%s/v1.sqlite", fx_dir);
-    write_v1(path, 31);
+    snprintf(path, 300, "%s/%s", fx_dir, name);
+    write(path, seed);
     cf_db_config c = fx_config(path);
     cf_db *db = NULL;
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     assert_int_equal(cf_db_warning_count(db), 0);
     assert_true(cf_db_is_writable(db));
+    return db;
+}
+
+static void test_schema1_is_migrated_keeping_records(void **state)
+{
+    (void)state;
+    char path[300];
+    cf_db *db = open_migrated(write_v1, "v1.sqlite", 31, path);
     cf_decision d = lookup(db, 1, CF_DB_HIT);
     assert_string_equal(d.algo, "algo31_0");
     assert_true(d.budget_ms == 0); /* unknown: stored before schema 2 */
@@ -195,12 +204,7 @@ static void test_schema2_gains_artifacts(void **state)
 {
     (void)state;
     char path[300];
-    snprintf(path, sizeof path, "%s/v2.sqlite", fx_dir);
-    write_v2(path, 61);
-    cf_db_config c = fx_config(path);
-    cf_db *db = NULL;
-    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
-    assert_int_equal(cf_db_warning_count(db), 0);
+    cf_db *db = open_migrated(write_v2, "v2.sqlite", 61, path);
     cf_decision d = lookup(db, 1, CF_DB_HIT);
     assert_string_equal(d.algo, "algo61_0");
     cf_decision_clear(&d);
