@@ -852,6 +852,9 @@ typedef struct convfind_db_info {
     uint64_t store_failures;   /* decisions this handle could not keep in its file */
     size_t pending;            /* decisions waiting for a busy database */
     int warnings;              /* warnings this handle has logged */
+    size_t artifacts;          /* user tier: compiled forms of algorithms (a serialized
+                                  execution plan, say), all environments */
+    int64_t artifact_bytes;    /* their bytes */
 } convfind_db_info;
 
 /* Counts the records now into the first info->struct_size bytes of `info`.  Errors:

@@ -250,6 +250,8 @@ typedef struct cf_db_stats {
     size_t pending;        /* decisions waiting for a busy database */
     size_t unstored;       /* decisions that could not be stored (see cf_db_store) */
     size_t stored;         /* decisions this handle has written (cf_db_store_counts) */
+    size_t artifacts;      /* compiled forms in the user tier, all environments */
+    int64_t artifact_bytes; /* their bytes */
     /* The fleet tier (all 0 without one) */
     bool fleet;            /* configured */
     bool fleet_connected;  /* connected now */

@@ -169,6 +169,7 @@ convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out)
     out->records += a.unreadable;
     out->leases = (size_t)count_rows(db->user, "SELECT count(*) FROM leases");
     out->system_records = (size_t)count_rows(db->sys, "SELECT count(*) FROM decisions");
+    cf_db_artifact_totals(db->user, &out->artifacts, &out->artifact_bytes);
     struct stat st;
     out->file_bytes = db->file && (db->persistent || db->exists) && stat(db->file, &st) == 0
                           ? (int64_t)st.st_size

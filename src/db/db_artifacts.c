@@ -152,6 +152,21 @@ convfind_status cf_db_artifact_get(cf_db *db, const char *key, const char *algo,
     return CONVFIND_OK;
 }
 
+void cf_db_artifact_totals(sqlite3 *conn, size_t *count, int64_t *bytes)
+{
+    *count = 0;
+    *bytes = 0;
+    sqlite3_stmt *st = NULL;
+    if (cf_db_schema_of(conn) >= ARTIFACT_SCHEMA &&
+        sqlite3_prepare_v2(conn, "SELECT count(*), total(length(blob)) FROM artifacts", -1, &st,
+                           NULL) == SQLITE_OK &&
+        sqlite3_step(st) == SQLITE_ROW) {
+        *count = (size_t)sqlite3_column_int64(st, 0);
+        *bytes = sqlite3_column_int64(st, 1);
+    }
+    sqlite3_finalize(st);
+}
+
 int cf_db_prune_artifacts(cf_db *db, sqlite3 *conn, size_t *removed)
 {
     *removed = 0;

@@ -169,4 +169,7 @@ int cf_db_put_records(sqlite3 *conn, const cf_db_record *records, size_t n);
  * Nothing on a file without the table.  *removed gets the number; SQLite code. */
 int cf_db_prune_artifacts(cf_db *db, sqlite3 *conn, size_t *removed);
 
+/* The number of compiled forms on `conn` and their bytes (0 without the table). */
+void cf_db_artifact_totals(sqlite3 *conn, size_t *count, int64_t *bytes);
+
 #endif /* CONVFIND_DB_INTERNAL_H */

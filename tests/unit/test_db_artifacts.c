@@ -1,8 +1,9 @@
 /*
  * test_db_artifacts.c - compiled forms in the find-db (cf_db_artifact_put/get): bytes come
  * back identical, per key, environment and algorithm, replaced by a later put, shared by
- * the handles of one file, kept in memory databases, refused over CF_DB_ARTIFACT_MAX, and
- * pruned with their decision.  Schema migration and read-only files: test_db_migrate.c.
+ * the handles of one file, kept in memory databases, refused over CF_DB_ARTIFACT_MAX,
+ * counted by the statistics and pruned with their decision.  Schema migration and
+ * read-only files: test_db_migrate.c.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -178,6 +179,10 @@ static void test_prune_removes_orphans(void **state)
     put(db, 1, "b", 30, 3);
     put(db, 2, "a", 40, 4);
     put(db, 3, "a", 50, 5); /* no decision */
+    cf_db_stats s;
+    assert_int_equal(cf_db_get_stats(db, &s), CONVFIND_OK);
+    assert_int_equal(s.artifacts, 5);
+    assert_int_equal(s.artifact_bytes, 10 + 20 + 30 + 40 + 50);
     size_t removed = 0;
     assert_int_equal(cf_db_prune(db, &removed), CONVFIND_OK);
     /* another-device's decision and compiled form, and key 3's compiled form */
@@ -186,6 +191,9 @@ static void test_prune_removes_orphans(void **state)
     expect(db, 1, "b", 30, 3);
     expect(db, 2, "a", 40, 4);
     expect(db, 3, "a", 0, 0);
+    assert_int_equal(cf_db_get_stats(db, &s), CONVFIND_OK);
+    assert_int_equal(s.artifacts, 3);
+    assert_int_equal(s.artifact_bytes, 20 + 30 + 40);
     cf_db_close(db);
     there = open_at(path, "another-device");
     expect(there, 1, "a", 0, 0);
