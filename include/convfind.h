@@ -753,6 +753,10 @@ typedef struct convfind_context_stats {
     uint64_t fleet_pushed;  /* decisions sent there (measured here, now or while it was away) */
     uint64_t fleet_faults;  /* connections that failed or were lost; the first one is a warning */
     int fleet_connected;    /* 1 while connected */
+    /* code compiled at run time (cuDNN's runtime-compiled engines; docs/db.md) */
+    uint64_t compiled_stored; /* compiled forms of Find's choices kept in the find database */
+    uint64_t compiled_loaded; /* plans that loaded their compiled form from it instead of
+                                 compiling it (a later process, or another thread) */
 } convfind_context_stats;
 
 /* A snapshot of the context's counters (each read atomically, not all at one instant)
