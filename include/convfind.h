@@ -753,6 +753,10 @@ typedef struct convfind_context_stats {
     uint64_t fleet_pushed;  /* decisions sent there (measured here, now or while it was away) */
     uint64_t fleet_faults;  /* connections that failed or were lost; the first one is a warning */
     int fleet_connected;    /* 1 while connected */
+    /* code compiled at run time (cuDNN's runtime-compiled engines; docs/db.md) */
+    uint64_t compiled_stored; /* compiled forms of Find's choices kept in the find database */
+    uint64_t compiled_loaded; /* plans that loaded their compiled form from it instead of
+                                 compiling it (a later process, or another thread) */
 } convfind_context_stats;
 
 /* A snapshot of the context's counters (each read atomically, not all at one instant)
@@ -852,6 +856,9 @@ typedef struct convfind_db_info {
     uint64_t store_failures;   /* decisions this handle could not keep in its file */
     size_t pending;            /* decisions waiting for a busy database */
     int warnings;              /* warnings this handle has logged */
+    size_t artifacts;          /* user tier: compiled forms of algorithms (a serialized
+                                  execution plan, say), all environments */
+    int64_t artifact_bytes;    /* their bytes */
 } convfind_db_info;
 
 /* Counts the records now into the first info->struct_size bytes of `info`.  Errors:

@@ -300,9 +300,10 @@ static int run_stats(const cli_command *cmd, const cli_args *a, convfind_db *db,
         printf(", \"exists\": %s, \"environment\": ", s.exists ? "true" : "false");
         cli_json_string(stdout, s.environment);
         printf(", \"records\": %zu, \"current\": %zu, \"foreign\": %zu, \"unreadable\": %zu, "
-               "\"leases\": %zu, \"system_records\": %zu, \"file_bytes\": %lld}\n",
+               "\"leases\": %zu, \"system_records\": %zu, \"file_bytes\": %lld, "
+               "\"artifacts\": %zu, \"artifact_bytes\": %lld}\n",
                s.records, s.current, s.foreign, s.unreadable, s.leases, s.system_records,
-               (long long)s.file_bytes);
+               (long long)s.file_bytes, s.artifacts, (long long)s.artifact_bytes);
         return CLI_EXIT_OK;
     }
     printf("database:        %s%s\n", s.path,
@@ -311,6 +312,8 @@ static int run_stats(const cli_command *cmd, const cli_args *a, convfind_db *db,
     printf("records:         %zu (%zu this environment, %zu other, %zu unreadable)\n",
            s.records, s.current, s.foreign, s.unreadable);
     printf("leases:          %zu\n", s.leases);
+    if (!a->fleet)
+        printf("compiled forms:  %zu (%lld bytes)\n", s.artifacts, (long long)s.artifact_bytes);
     if (!a->fleet)
         printf("system records:  %zu\n", s.system_records);
     if (s.file_bytes >= 0)
@@ -534,8 +537,8 @@ const cli_command cli_cmd_db = {
         "{\"library\", \"backends\", \"device\", \"current\"}, \"host\", \"time\"}]} (show adds "
         "\"candidates\"), stats {\"database\", \"exists\", \"environment\", \"records\", "
         "\"current\", \"foreign\", \"unreadable\", \"leases\", \"system_records\", "
-        "\"file_bytes\"}, path {\"path\", \"exists\"}, the others their count. Options may "
-        "come before or after the subcommand.\n"
+        "\"file_bytes\", \"artifacts\", \"artifact_bytes\"}, path {\"path\", \"exists\"}, the "
+        "others their count. Options may come before or after the subcommand.\n"
         "\n"
         "With --fleet URL, path, list, show, stats, export, import and prune act on the fleet "
         "tier, the PostgreSQL database machines share decisions through (docs/db.md), "

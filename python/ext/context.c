@@ -207,7 +207,7 @@ static PyObject *context_stats(cfpy_context *self, PyObject *unused)
     if (st != CONVFIND_OK)
         return cfpy_raise_status(st);
     return Py_BuildValue(
-        "{s:K,s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:n,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O}",
+        "{s:K,s:K,s:K,s:K,s:d,s:K,s:K,s:K,s:n,s:n,s:n,s:n,s:K,s:K,s:K,s:K,s:K,s:K,s:K,s:O,s:K,s:K}",
         "hits",
         (unsigned long long)s.hits, "misses", (unsigned long long)s.misses, "waits",
         (unsigned long long)s.waits, "finds", (unsigned long long)s.finds, "find_seconds",
@@ -221,7 +221,9 @@ static PyObject *context_stats(cfpy_context *self, PyObject *unused)
         (unsigned long long)s.retimed_low_confidence, "fleet_hits",
         (unsigned long long)s.fleet_hits, "fleet_pushed", (unsigned long long)s.fleet_pushed,
         "fleet_faults", (unsigned long long)s.fleet_faults, "fleet_connected",
-        s.fleet_connected ? Py_True : Py_False);
+        s.fleet_connected ? Py_True : Py_False, "compiled_stored",
+        (unsigned long long)s.compiled_stored, "compiled_loaded",
+        (unsigned long long)s.compiled_loaded);
 }
 
 static PyObject *get_device_code(cfpy_context *self, void *closure)
@@ -249,7 +251,8 @@ static PyMethodDef context_methods[] = {
      "stats()\n--\n\nA snapshot of the context's counters as a dict: hits, misses, waits,\n"
      "finds, find_seconds, evictions, fallbacks, deferred_updates, cache_entries,\n"
      "cache_bytes, cache_peak_bytes, cache_budget, stored, store_failures, seeded,\n"
-     "retimed_low_confidence, fleet_hits, fleet_pushed, fleet_faults, fleet_connected."},
+     "retimed_low_confidence, fleet_hits, fleet_pushed, fleet_faults, fleet_connected,\n"
+     "compiled_stored, compiled_loaded."},
     {NULL, NULL, 0, NULL}};
 
 static PyGetSetDef context_getset[] = {

@@ -101,8 +101,9 @@ def test_stats_count_hits_and_misses(ctx, rng):
     assert s["misses"] == 1 and s["hits"] == 2 and s["cache_entries"] == 1
     # Every counter of convfind_context_stats is there; no fleet tier was configured.
     assert {"stored", "store_failures", "seeded", "retimed_low_confidence", "fleet_hits",
-            "fleet_pushed", "fleet_faults"} <= set(s)
+            "fleet_pushed", "fleet_faults", "compiled_stored", "compiled_loaded"} <= set(s)
     assert s["fleet_connected"] is False and s["fleet_hits"] == 0
+    assert s["compiled_stored"] == 0 and s["compiled_loaded"] == 0  # CPU: nothing compiles
 
 
 def test_each_status_has_its_own_exception_class_with_the_library_message(ctx, rng):

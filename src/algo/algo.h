@@ -67,6 +67,23 @@ typedef struct cf_algo {
      * CF_ALGO_NAME_MAX bytes), is what decisions store, and resolves back to this
      * algorithm (cf_algo_matches); its backend's Find lists the forms. */
     convfind_status (*prepare_named)(const cf_problem *p, const char *name, void **state);
+
+    /* Optional, for an algorithm whose forms compile code when first run (cuDNN's
+     * runtime-compiled engines), so that a later process loads that code instead of
+     * compiling it again (the find-db keeps it next to the decision, docs/db.md):
+     * export_compiled() serializes what the calling thread compiled for the form of
+     * `state` and `p` on `device` (the context's backend state) into a malloc'ed *blob
+     * of *size bytes; *blob is NULL when there is nothing worth keeping (a form that
+     * loads precompiled code, or one this thread has not run).  import_compiled() gives
+     * the calling thread such a blob, from `fetch`, which it calls only when the thread
+     * has not compiled the form yet; it returns whether the blob was used (one made by
+     * another library build or device is not, and the form compiles on its first run as
+     * it would have).  Neither fails a call: they only save time.  Never inside a CUDA
+     * graph capture. */
+    convfind_status (*export_compiled)(const cf_problem *p, const void *state,
+                                       const void *device, void **blob, size_t *size);
+    bool (*import_compiled)(const cf_problem *p, const void *state, const void *device,
+                            bool (*fetch)(void *arg, void **blob, size_t *size), void *arg);
 } cf_algo;
 
 /* Whether `name` names `algo`: its own name or, for one with named forms,

@@ -285,6 +285,8 @@ convfind_status convfind_context_stats_get(const convfind_context *ctx,
         .fleet_pushed = fleet.fleet_pushed,
         .fleet_faults = fleet.fleet_faults,
         .fleet_connected = fleet.fleet_connected,
+        .compiled_stored = counter(&ctx->compiled_stored),
+        .compiled_loaded = counter(&ctx->compiled_loaded),
     };
     return cf_options_write(&s, sizeof s, "convfind_context_stats", stats);
 }

@@ -59,6 +59,9 @@ struct convfind_context {
     /* Stored decisions of low confidence measured again, in the foreground or handed to
      * the DEFERRED tuner (decision/confidence.h). */
     atomic_uint_fast64_t retimed;
+    /* Code compiled at run time stored in the find-db after a Find, and loaded from it
+     * instead of compiling (core/compiled.h). */
+    atomic_uint_fast64_t compiled_stored, compiled_loaded;
 };
 
 /* A decision bound to one plan. */

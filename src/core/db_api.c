@@ -141,6 +141,8 @@ convfind_status convfind_db_get_info(convfind_db *db, convfind_db_info *info)
         .store_failures = s.unstored,
         .pending = s.pending,
         .warnings = cf_db_warning_count(db->db),
+        .artifacts = s.artifacts,
+        .artifact_bytes = s.artifact_bytes,
     };
     return cf_options_write(&i, sizeof i, "convfind_db_info", info);
 }

@@ -13,6 +13,7 @@
  * cached decision stays what Find measured.
  */
 #include "core/context.h"
+#include "core/compiled.h"
 
 #include <stdint.h>
 #include <stdio.h>
@@ -197,6 +198,9 @@ static convfind_status plan_finish(convfind_plan *plan, convfind_status st, cf_p
     }
     atomic_init(&plan->prepared, pr);
     *out = plan;
+    /* Here, not in prepared_new(): that also runs inside executions, which may be inside
+     * a CUDA graph capture, where nothing may be finalized. */
+    cf_compiled_load(plan->context, &plan->problem, &plan->key, pr->algo, pr->state, pr->name);
     return CONVFIND_OK;
 }
 

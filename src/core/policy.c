@@ -5,6 +5,7 @@
 
 #include <time.h>
 
+#include "core/compiled.h"
 #include "core/deferred.h"
 #include "db/db.h"
 #include "decision/confidence.h"
@@ -57,6 +58,7 @@ convfind_status cf_decision_measure(convfind_context *ctx, const cf_problem *p, 
          * no call: it is counted (convfind_context_stats.store_failures). */
         if (cf_db_store(ctx->db, &text, out, 1) != CONVFIND_OK)
             cf_clear_error();
+        cf_compiled_store(ctx, p, key, out->algo);
     } else if (leased) {
         cf_db_lease_release(ctx->db, key->text);
     }

@@ -511,6 +511,49 @@ convfind_status cf_cuda_algo_workspace(const cf_cuda_device *d, const cf_problem
     return st;
 }
 
+/* The plan this thread finalized for the form of `state`, serialized when its engine
+ * compiled code at run time: a later process loads it in milliseconds where compiling
+ * took tens to hundreds (cf_algo.export_compiled). */
+static convfind_status cudnn_export_compiled(const cf_problem *p, const void *state,
+                                             const void *device, void **blob, size_t *size)
+{
+    *blob = NULL;
+    *size = 0;
+    const cudnn_state *s = state;
+    int prev = cf_cuda_enter(device);
+    cf_cuda_thread *t = cf_cuda_thread_find(device);
+    cf_cudnn_plan *plan = t ? cf_cuda_plan_lookup(t, p, s->name) : NULL;
+    convfind_status st = plan ? cf_cudnn_plan_serialize(plan, blob, size) : CONVFIND_OK;
+    cf_cuda_leave(prev);
+    return st;
+}
+
+/* Makes this thread's plan for the form of `state` from a serialized one, when the
+ * thread has none yet (cf_algo.import_compiled).  A blob cuDNN refuses (another cuDNN
+ * version or device) is dropped: the plan is then finalized on first use as always. */
+static bool cudnn_import_compiled(const cf_problem *p, const void *state, const void *device,
+                                  bool (*fetch)(void *arg, void **blob, size_t *size), void *arg)
+{
+    const cudnn_state *s = state;
+    int prev = cf_cuda_enter(device);
+    cf_cuda_thread *t;
+    bool used = false;
+    void *blob = NULL;
+    size_t size = 0;
+    if (cf_cuda_thread_get(device, &t) == CONVFIND_OK && !cf_cuda_plan_lookup(t, p, s->name) &&
+        fetch(arg, &blob, &size) && blob) {
+        cf_cudnn_plan *plan;
+        if (cf_cudnn_plan_load(t->handle, p, &s->config, blob, size, &plan) == CONVFIND_OK) {
+            cf_cuda_plan_insert(t, p, s->name, plan, cf_cudnn_plan_destroy);
+            used = true;
+        }
+    }
+    free(blob);
+    cf_clear_error();
+    cf_cuda_leave(prev);
+    return used;
+}
+
 const cf_algo cf_algo_cuda_cudnn = {
     .name = "cuda.cudnn",
     .family = "cudnn",
@@ -520,6 +563,8 @@ const cf_algo cf_algo_cuda_cudnn = {
     .free_packed = cudnn_free_packed,
     .execute = cudnn_execute,
     .prepare_named = cudnn_prepare_named,
+    .export_compiled = cudnn_export_compiled,
+    .import_compiled = cudnn_import_compiled,
 };
 
 /* ------------------------------------------------------------------------- */

@@ -925,6 +925,7 @@ struct cf_cudnn_plan {
     cudnnBackendDescriptor_t pack;
     void *pack_ptrs[6];
     int capturable; /* -1: not known yet; else whether a capture of it succeeded */
+    bool runtime_compiled; /* its engine compiled its kernels when it was finalized */
 };
 
 int cf_cudnn_plan_capturable(const cf_cudnn_plan *plan)
@@ -952,6 +953,44 @@ void cf_cudnn_plan_destroy(void *ptr)
     free(pl);
 }
 
+/* A plan holding the operation graph of `c` for `p`, for its execution plan to be made
+ * (by finalizing an engine configuration, or from a serialized plan). */
+static convfind_status plan_graph(cudnnHandle_t handle, const cf_problem *p,
+                                  const cf_cudnn_config *c, cf_cudnn_plan **out)
+{
+    *out = NULL;
+    cf_cudnn_plan *pl = calloc(1, sizeof *pl);
+    if (!pl)
+        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cuDNN plan");
+    pl->capturable = -1;
+    cf_problem q;
+    cf_cudnn_engine_problem(p, c, &q);
+    convfind_status st = graph_build(handle, &q, c->layout, c->fused, &pl->g);
+    if (st != CONVFIND_OK) {
+        free(pl);
+        return st;
+    }
+    *out = pl;
+    return CONVFIND_OK;
+}
+
+/* Ends making `pl`'s execution plan with status `st`: its workspace, or `pl` destroyed. */
+static convfind_status plan_finish(cf_cudnn_plan *pl, convfind_status st, cf_cudnn_plan **out)
+{
+    int64_t ws = 0, got = 0;
+    if (st == CONVFIND_OK)
+        CHECK(cudnnBackendGetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
+                                       CUDNN_TYPE_INT64, 1, &got, &ws), "plan workspace");
+    pl->workspace = ws > 0 ? (size_t)ws : 0;
+done:
+    if (st != CONVFIND_OK) {
+        cf_cudnn_plan_destroy(pl);
+        return st;
+    }
+    *out = pl;
+    return CONVFIND_OK;
+}
+
 convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
                                      const cf_cudnn_config *c, cf_cudnn_plan **out)
 {
@@ -964,24 +1003,24 @@ convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
     if (c->fused && (!cf_cudnn_fusable(p) || c->layout != p->layout || c->padded || c->split))
         return cf_fail(CONVFIND_ERR_UNSUPPORTED,
                        "a fused epilogue is for a Conv with one, in the caller's layout");
-    cf_cudnn_plan *pl = calloc(1, sizeof *pl);
-    if (!pl)
-        return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cuDNN plan");
-    pl->capturable = -1;
-    cf_problem q;
-    cf_cudnn_engine_problem(p, c, &q);
-    convfind_status st = graph_build(handle, &q, c->layout, c->fused, &pl->g);
-    if (st != CONVFIND_OK) {
-        free(pl);
+    cf_cudnn_plan *pl;
+    convfind_status st = plan_graph(handle, p, c, &pl);
+    if (st != CONVFIND_OK)
         return st;
-    }
-    int64_t ws = 0, got = 0;
+    cudnnBackendBehaviorNote_t behavior[CUDNN_BEHAVIOR_NOTE_TYPE_COUNT + 8];
+    int64_t n_behavior = 0;
     CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_ENGINE_DESCRIPTOR, &pl->engine), "engine");
     CHECK(cudnnBackendSetAttribute(pl->engine, CUDNN_ATTR_ENGINE_OPERATION_GRAPH,
                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pl->g.graph), "engine graph");
     CHECK(cudnnBackendSetAttribute(pl->engine, CUDNN_ATTR_ENGINE_GLOBAL_INDEX, CUDNN_TYPE_INT64, 1,
                                    &c->engine), "engine index");
     CHECK(cudnnBackendFinalize(pl->engine), "engine finalize");
+    CHECK(cudnnBackendGetAttribute(pl->engine, CUDNN_ATTR_ENGINE_BEHAVIOR_NOTE,
+                                   CUDNN_TYPE_BEHAVIOR_NOTE,
+                                   (int64_t)(sizeof behavior / sizeof behavior[0]), &n_behavior,
+                                   behavior), "engine behavior notes");
+    for (int64_t i = 0; i < n_behavior; i++)
+        pl->runtime_compiled |= behavior[i] == CUDNN_BEHAVIOR_NOTE_RUNTIME_COMPILATION;
     for (int i = 0; i < c->n_knobs; i++) {
         cudnnBackendKnobType_t type = (cudnnBackendKnobType_t)c->knob_type[i];
         CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_KNOB_CHOICE_DESCRIPTOR, &pl->knobs[i]),
@@ -1006,16 +1045,53 @@ convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
     CHECK(cudnnBackendSetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG,
                                    CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &pl->cfg), "plan config");
     CHECK(cudnnBackendFinalize(pl->plan), "plan finalize");
-    CHECK(cudnnBackendGetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE,
-                                   CUDNN_TYPE_INT64, 1, &got, &ws), "plan workspace");
-    pl->workspace = ws > 0 ? (size_t)ws : 0;
 done:
-    if (st != CONVFIND_OK) {
-        cf_cudnn_plan_destroy(pl);
+    return plan_finish(pl, st, out);
+}
+
+convfind_status cf_cudnn_plan_load(cudnnHandle_t handle, const cf_problem *p,
+                                   const cf_cudnn_config *c, const void *blob, size_t size,
+                                   cf_cudnn_plan **out)
+{
+    *out = NULL;
+    cf_cudnn_plan *pl;
+    convfind_status st = plan_graph(handle, p, c, &pl);
+    if (st != CONVFIND_OK)
         return st;
-    }
-    *out = pl;
-    return CONVFIND_OK;
+    pl->runtime_compiled = true; /* only such plans are serialized */
+    CHECK(cudnnBackendCreateDescriptor(CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR, &pl->plan), "plan");
+    CHECK(cudnnBackendSetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_HANDLE, CUDNN_TYPE_HANDLE, 1,
+                                   &handle), "plan handle");
+    CHECK(cudnnBackendSetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                                   CUDNN_TYPE_CHAR, (int64_t)size, blob), "plan from its blob");
+    CHECK(cudnnBackendFinalize(pl->plan), "plan finalize from its blob");
+done:
+    return plan_finish(pl, st, out);
+}
+
+convfind_status cf_cudnn_plan_serialize(const cf_cudnn_plan *pl, void **blob, size_t *size)
+{
+    *blob = NULL;
+    *size = 0;
+    if (!pl->runtime_compiled)
+        return CONVFIND_OK;
+    convfind_status st = CONVFIND_OK;
+    int64_t n = 0;
+    char *buf = NULL;
+    CHECK(cudnnBackendGetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                                   CUDNN_TYPE_CHAR, 0, &n, NULL), "plan serialized size");
+    if (n <= 0 || !(buf = malloc((size_t)n)))
+        return n <= 0 ? CONVFIND_OK
+                      : cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %lld bytes for a "
+                                "serialized plan", (long long)n);
+    CHECK(cudnnBackendGetAttribute(pl->plan, CUDNN_ATTR_EXECUTION_PLAN_JSON_REPRESENTATION,
+                                   CUDNN_TYPE_CHAR, n, &n, buf), "plan serialization");
+    *blob = buf;
+    *size = (size_t)n;
+    buf = NULL;
+done:
+    free(buf);
+    return st;
 }
 
 size_t cf_cudnn_plan_workspace(const cf_cudnn_plan *plan)

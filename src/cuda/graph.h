@@ -159,6 +159,19 @@ convfind_status cf_cudnn_plan_create(cudnnHandle_t handle, const cf_problem *p,
                                      const cf_cudnn_config *c, cf_cudnn_plan **out);
 void cf_cudnn_plan_destroy(void *plan);
 
+/* The same plan made from `blob`, what cf_cudnn_plan_serialize() wrote for `c` and `p`
+ * (in this process or an earlier one) instead of compiling it: cuDNN serializes the
+ * finalized plans of its runtime-compiled engines, compiled code included.  Refused
+ * (CONVFIND_ERR_BACKEND) when the blob is not one this cuDNN and device can load. */
+convfind_status cf_cudnn_plan_load(cudnnHandle_t handle, const cf_problem *p,
+                                   const cf_cudnn_config *c, const void *blob, size_t size,
+                                   cf_cudnn_plan **out);
+
+/* The plan serialized into a malloc'ed *blob of *size bytes, for cf_cudnn_plan_load(),
+ * when its engine compiled its kernels at run time; else *blob = NULL (precompiled code
+ * loads fast, and cuDNN serializes only runtime-compiled plans). */
+convfind_status cf_cudnn_plan_serialize(const cf_cudnn_plan *plan, void **blob, size_t *size);
+
 /* Whether executions of the plan can be captured into a CUDA graph: -1 until a trial
  * capture says (algos.c makes one after a plan's first execution).  On the H200 engine
  * 28 with knob 3 = 1 broke captures (cudaErrorStreamCaptureInvalidated). */

@@ -46,7 +46,7 @@
 #include "problem/key.h"
 #include "util/log.h"
 
-#define CF_DB_SCHEMA_VERSION 2 /* PRAGMA user_version of the files this build writes */
+#define CF_DB_SCHEMA_VERSION 3 /* PRAGMA user_version of the files this build writes */
 #define CF_DB_FILE_NAME "finddb.sqlite"
 #define CF_DB_MEMORY ":memory:" /* as a path: in-memory on purpose, without a warning */
 
@@ -211,6 +211,26 @@ void cf_db_finish(cf_db *db, const char *key, const cf_decision *decision);
 convfind_status cf_db_lease_acquire(cf_db *db, const char *key, bool *acquired);
 void cf_db_lease_release(cf_db *db, const char *key);
 
+/* Largest compiled form the database keeps (bytes); larger ones are not stored. */
+#define CF_DB_ARTIFACT_MAX (64u << 20)
+
+/* Stores `size` bytes at `blob` as the compiled form of algorithm `algo` for `key`, made in
+ * this handle's environment (cf_db_config.env: library version, backends, device), replacing
+ * any earlier one for the same key, environment and algorithm.  User tier only (never the
+ * system or fleet tier).  Best effort like cf_db_store: a busy or read-only database, or a
+ * blob over CF_DB_ARTIFACT_MAX, stores nothing and returns CONVFIND_OK (a read-only or
+ * memory-fallback handle included); only invalid arguments (NULL db/key/algo/blob, a key
+ * cf_db_check_key refuses, size 0) are errors.  Thread-safe. */
+convfind_status cf_db_artifact_put(cf_db *db, const char *key, const char *algo,
+                                   const void *blob, size_t size);
+
+/* The compiled form stored for `key` and `algo` in this handle's environment: *blob
+ * (malloc'ed, the caller frees) and *size, or *blob = NULL and *size = 0 when there is none
+ * (or the database cannot be read now).  User tier only.  Errors: NULL arguments, and
+ * out-of-memory for the copy.  Thread-safe. */
+convfind_status cf_db_artifact_get(cf_db *db, const char *key, const char *algo,
+                                   void **blob, size_t *size);
+
 /* Calls `fn` for every readable (and usable) record of the user tier (with `key` !=
  * NULL: of that key only), in key order.  A nonzero return from `fn` stops the walk. */
 typedef int (*cf_db_record_fn)(const cf_db_record *record, void *arg);
@@ -230,6 +250,8 @@ typedef struct cf_db_stats {
     size_t pending;        /* decisions waiting for a busy database */
     size_t unstored;       /* decisions that could not be stored (see cf_db_store) */
     size_t stored;         /* decisions this handle has written (cf_db_store_counts) */
+    size_t artifacts;      /* compiled forms in the user tier, all environments */
+    int64_t artifact_bytes; /* their bytes */
     /* The fleet tier (all 0 without one) */
     bool fleet;            /* configured */
     bool fleet_connected;  /* connected now */
@@ -257,7 +279,9 @@ convfind_status cf_db_export(cf_db *db, convfind_write_fn write, void *user, siz
 convfind_status cf_db_import(cf_db *db, convfind_read_fn read, void *user, const char *name,
                              size_t *count);
 
-/* Deletes records of other environments, unreadable rows and dead or expired leases. */
+/* Deletes records of other environments, unreadable rows, dead or expired leases, and
+ * compiled forms (cf_db_artifact_put) of other environments or whose key has no record of
+ * this environment left; *removed counts the records and compiled forms. */
 convfind_status cf_db_prune(cf_db *db, size_t *removed);
 
 /* SQLite's integrity check plus a parse (and usability check) of every record.

@@ -169,6 +169,7 @@ convfind_status cf_db_get_stats(cf_db *db, cf_db_stats *out)
     out->records += a.unreadable;
     out->leases = (size_t)count_rows(db->user, "SELECT count(*) FROM leases");
     out->system_records = (size_t)count_rows(db->sys, "SELECT count(*) FROM decisions");
+    cf_db_artifact_totals(db->user, &out->artifacts, &out->artifact_bytes);
     struct stat st;
     out->file_bytes = db->file && (db->persistent || db->exists) && stat(db->file, &st) == 0
                           ? (int64_t)st.st_size
@@ -435,6 +436,12 @@ static int prune_op(cf_db *db, sqlite3 *conn, void *varg)
     if (rc == SQLITE_OK && (rc = walk_op(db, conn, &w)) == SQLITE_DONE)
         rc = SQLITE_OK;
     p->removed += w.unreadable;
+    /* Compiled forms go with their decision: after the deletions above, so that those of
+     * unreadable and foreign records go too. */
+    size_t artifacts = 0;
+    if (rc == SQLITE_OK)
+        rc = cf_db_prune_artifacts(db, conn, &artifacts);
+    p->removed += artifacts;
     /* Leases: collect the dead ones first, then delete them by key. */
     st = NULL;
     if (rc == SQLITE_OK)

@@ -59,6 +59,17 @@ static const char *const migrations[CF_DB_SCHEMA_VERSION] = {
     "ALTER TABLE decisions ADD COLUMN spread REAL;"
     "ALTER TABLE decisions ADD COLUMN margin REAL;"
     "ALTER TABLE leases ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;",
+    /* 3: compiled forms of chosen algorithms (db_artifacts.c), so that a later process
+     * does not compile again; a per-machine cache, kept per environment like decisions. */
+    "CREATE TABLE artifacts("
+    " key TEXT NOT NULL,"
+    " library_version TEXT NOT NULL,"
+    " backend_versions TEXT NOT NULL,"
+    " device TEXT NOT NULL,"
+    " algo TEXT NOT NULL,"
+    " blob BLOB NOT NULL,"
+    " created_at INTEGER NOT NULL,"
+    " PRIMARY KEY (key, library_version, backend_versions, device, algo));",
 };
 
 typedef enum check_result {

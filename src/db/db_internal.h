@@ -3,8 +3,8 @@
  * db_open.c (the handle, locations, warnings, lease owners), db_file.c (opening and
  * checking files, read-only snapshots, quarantine, recovery during a query), db_rows.c
  * (the decisions table's row format), db_ops.c (lookup, store, pending writes, leases),
- * db_similar.c (records of compatible keys) and db_admin.c (listing, import/export,
- * maintenance).
+ * db_similar.c (records of compatible keys), db_artifacts.c (compiled forms) and
+ * db_admin.c (listing, import/export, maintenance).
  */
 #ifndef CONVFIND_DB_INTERNAL_H
 #define CONVFIND_DB_INTERNAL_H
@@ -60,6 +60,7 @@ struct cf_db {
     int warnings;
     char last_warning[CF_DB_WARNING_MAX];
     bool warned_foreign, warned_unreadable, warned_read, warned_busy, warned_unstored;
+    bool warned_artifact; /* a compiled form could not be stored (db_artifacts.c) */
 };
 
 /* Logs the warning (unless quiet; cfg.log) on one line, control characters replaced by
@@ -101,6 +102,10 @@ convfind_status cf_db_load_decision(const cf_db *db, const char *key, const char
 
 /* The usability check alone (cfg.usable; none: usable): CONVFIND_ERR_IO naming why not. */
 convfind_status cf_db_check_usable(const cf_db *db, const char *key, const cf_decision *d);
+
+/* A read of the user tier (`what`: its file) that failed with `rc` is a miss; it is said
+ * once, and never changes the handle.  Caller holds mu. */
+void cf_db_read_failed(cf_db *db, const char *what, int rc);
 
 /* Execs SQL without results; returns the SQLite code. */
 int cf_db_exec(sqlite3 *conn, const char *sql);
@@ -158,5 +163,13 @@ int cf_db_count_record(const cf_db_record *r, void *arg);
  * replacing records of the same key and environment: import, and the fleet tier's
  * copies.  Returns an SQLite code. */
 int cf_db_put_records(sqlite3 *conn, const cf_db_record *records, size_t n);
+
+/* Deletes the compiled forms (db_artifacts.c) of other environments than the handle's and
+ * those whose key and environment have no decision left: part of prune's transaction.
+ * Nothing on a file without the table.  *removed gets the number; SQLite code. */
+int cf_db_prune_artifacts(cf_db *db, sqlite3 *conn, size_t *removed);
+
+/* The number of compiled forms on `conn` and their bytes (0 without the table). */
+void cf_db_artifact_totals(sqlite3 *conn, size_t *count, int64_t *bytes);
 
 #endif /* CONVFIND_DB_INTERNAL_H */

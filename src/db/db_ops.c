@@ -107,8 +107,7 @@ static void warn_foreign(cf_db *db, const char *key)
                    : "ignoring them (db_env_policy IGNORE)");
 }
 
-/* A read that failed is a miss; it is said once, and never changes the handle. */
-static void read_failed(cf_db *db, const char *what, int rc)
+void cf_db_read_failed(cf_db *db, const char *what, int rc)
 {
     if (db->warned_read)
         return;
@@ -123,7 +122,7 @@ static cf_db_found lookup_locked(cf_db *db, const char *key, cf_decision *out)
     lookup_arg s = u, f = u;
     int rc = cf_db_run(db, tier_lookup, &u);
     if (rc != SQLITE_OK) {
-        read_failed(db, db->file ? db->file : "the database", rc);
+        cf_db_read_failed(db, db->file ? db->file : "the database", rc);
         u.found = false;
     }
     if (!(u.found && u.exact) && db->fleet)
@@ -471,7 +470,7 @@ static bool similar_locked(cf_db *db, const char *key, cf_decision *out)
     bool found = false;
     int rc = cf_db_similar_lookup(db->user, key, out, &found);
     if (rc != SQLITE_OK && rc != SQLITE_DONE)
-        read_failed(db, db->file ? db->file : "the database", rc);
+        cf_db_read_failed(db, db->file ? db->file : "the database", rc);
     if (!found && db->sys)
         cf_db_similar_lookup(db->sys, key, out, &found);
     return found;

@@ -3,8 +3,12 @@
  * the GPU into a find-db file, then a second process (this program run again with
  * "--child") opens the same file, plans the same problems with no Find (finds == 0,
  * every plan's source STORED) and computes correct results with the stored cuDNN
- * configurations.  Exits 77 (skip) without a GPU.
+ * configurations.  The last problem is a depthwise one, where cuDNN's runtime-compiled
+ * engines win (docs/cuda.md): when the parent's choice there compiled code, the parent
+ * stored it (compiled_stored) and the child loads it instead of compiling
+ * (compiled_loaded), with correct results.  Exits 77 (skip) without a GPU.
  */
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,7 +17,8 @@
 
 #include "gpu_util.h"
 
-#define N_PROBLEMS 3
+#define N_PROBLEMS 4
+#define DEPTHWISE (N_PROBLEMS - 1)
 
 static void desc_of(convfind_conv_desc *d, int i)
 {
@@ -29,10 +34,16 @@ static void desc_of(convfind_conv_desc *d, int i)
     d->w_dims[2] = d->w_dims[3] = 3;
     d->pads.count = 4;
     d->pads.v[0] = d->pads.v[1] = d->pads.v[2] = d->pads.v[3] = 1;
+    if (i == DEPTHWISE) { /* MobileNetV2's expanded 56x56 depthwise layer */
+        d->x_dims[0] = 8;
+        d->x_dims[1] = d->w_dims[0] = d->group = 96;
+        d->x_dims[2] = d->x_dims[3] = 56;
+        d->w_dims[1] = 1;
+    }
 }
 
 /* Plans and checks every problem; returns the number of failures. */
-static int run(const char *db, int child)
+static int run(const char *db, int child, uint64_t *stored)
 {
     convfind_context *ctx = gu_context(child ? CONVFIND_FIND_REPLAY : CONVFIND_FIND_HYBRID, db);
     int failures = 0;
@@ -63,7 +74,17 @@ static int run(const char *db, int child)
     }
     convfind_context_stats s = {.struct_size = sizeof s};
     gu_check(convfind_context_stats_get(ctx, &s), "stats");
-    printf("%s: finds %llu\n", child ? "child" : "parent", (unsigned long long)s.finds);
+    printf("%s: finds %llu, compiled code stored %llu, loaded %llu\n", child ? "child" : "parent",
+           (unsigned long long)s.finds, (unsigned long long)s.compiled_stored,
+           (unsigned long long)s.compiled_loaded);
+    if (!child)
+        *stored = s.compiled_stored;
+    else if (s.compiled_loaded != *stored || s.compiled_stored != 0) {
+        printf("FAIL: the child loaded %llu compiled plans (the parent stored %llu) and "
+               "stored %llu\n", (unsigned long long)s.compiled_loaded,
+               (unsigned long long)*stored, (unsigned long long)s.compiled_stored);
+        failures++;
+    }
     if ((child && s.finds != 0) || (!child && s.finds != N_PROBLEMS)) {
         printf("FAIL: %s ran %llu finds\n", child ? "child" : "parent",
                (unsigned long long)s.finds);
@@ -76,8 +97,11 @@ static int run(const char *db, int child)
 int main(int argc, char **argv)
 {
     gu_require_gpu();
-    if (argc == 3 && strcmp(argv[1], "--child") == 0)
-        return run(argv[2], 1) ? 1 : 0;
+    uint64_t stored = 0;
+    if (argc == 4 && strcmp(argv[1], "--child") == 0) {
+        stored = strtoull(argv[3], NULL, 10);
+        return run(argv[2], 1, &stored) ? 1 : 0;
+    }
     char db[] = "/tmp/convfind-cuda-reuse-XXXXXX";
     int fd = mkstemp(db);
     if (fd < 0) {
@@ -86,11 +110,16 @@ int main(int argc, char **argv)
     }
     close(fd);
     unlink(db); /* the database creates the file itself */
-    int failures = run(db, 0);
+    int failures = run(db, 0, &stored);
+    if (!stored)
+        printf("NOTE: no choice of the parent compiled code at run time, so loading compiled "
+               "code was not exercised\n");
+    char stored_arg[32];
+    snprintf(stored_arg, sizeof stored_arg, "%llu", (unsigned long long)stored);
     fflush(stdout);
     pid_t pid = fork();
     if (pid == 0) {
-        execl("/proc/self/exe", argv[0], "--child", db, (char *)NULL);
+        execl("/proc/self/exe", argv[0], "--child", db, stored_arg, (char *)NULL);
         _exit(127);
     }
     int status = 0;

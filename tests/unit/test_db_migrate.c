@@ -4,6 +4,8 @@
  * read-only users of a schema-1 file (inspection, a system tier) read it without
  * migrating; stores write the budget, spread and margin columns and lookups read the
  * budget back; export writes "measured", import reads it (and lines without it).
+ * Schema 3: a file of schema 2 gains the artifacts table (compiled forms) when opened for
+ * writing; read-only users of one read it without, finding no compiled form.
  */
 #include <setjmp.h>
 #include <stdarg.h>
@@ -13,6 +15,7 @@
 #include <cmocka.h>
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include "../db/db_fixture.h"
 #include "db/db_internal.h"
@@ -56,6 +59,23 @@ static void write_v1(const char *path, int seed)
     sqlite3_close(conn);
 }
 
+/* write_v1, then migrated to schema 2 by hand as the builds of schema 2 did. */
+static void write_v2(const char *path, int seed)
+{
+    write_v1(path, seed);
+    sqlite3 *conn = NULL;
+    assert_int_equal(sqlite3_open(path, &conn), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(conn,
+                                  "ALTER TABLE decisions ADD COLUMN budget_ms REAL;"
+                                  "ALTER TABLE decisions ADD COLUMN spread REAL;"
+                                  "ALTER TABLE decisions ADD COLUMN margin REAL;"
+                                  "ALTER TABLE leases ADD COLUMN owner INTEGER NOT NULL DEFAULT 0;"
+                                  "PRAGMA user_version=2;",
+                                  NULL, NULL, NULL),
+                     SQLITE_OK);
+    sqlite3_close(conn);
+}
+
 static int64_t query_int(const char *path, const char *sql)
 {
     sqlite3 *conn = NULL;
@@ -92,17 +112,26 @@ static void store_measured(cf_db *db, int i, int seed, double budget_ms)
     cf_decision_clear(&d);
 }
 
-static void test_schema1_is_migrated_keeping_records(void **state)
+/* Writes fx_dir/`name` (its path into `path`) with `write` and `seed`, and opens it for
+ * use, as a context does: it is migrated without a warning. */
+static cf_db *open_migrated(void (*write)(const char *, int), const char *name, int seed,
+                            char path[300])
 {
-    (void)state;
-    char path[300];
-    snprintf(path, sizeof path, "%s/v1.sqlite", fx_dir);
-    write_v1(path, 31);
+    snprintf(path, 300, "%s/%s", fx_dir, name);
+    write(path, seed);
     cf_db_config c = fx_config(path);
     cf_db *db = NULL;
     assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
     assert_int_equal(cf_db_warning_count(db), 0);
     assert_true(cf_db_is_writable(db));
+    return db;
+}
+
+static void test_schema1_is_migrated_keeping_records(void **state)
+{
+    (void)state;
+    char path[300];
+    cf_db *db = open_migrated(write_v1, "v1.sqlite", 31, path);
     cf_decision d = lookup(db, 1, CF_DB_HIT);
     assert_string_equal(d.algo, "algo31_0");
     assert_true(d.budget_ms == 0); /* unknown: stored before schema 2 */
@@ -153,6 +182,94 @@ static void test_schema1_read_only(void **state)
     cf_decision_clear(&d);
     cf_db_close(db);
     assert_int_equal(query_int(path, "PRAGMA user_version"), 1);
+}
+
+/* Puts a compiled form of "algo" for fx_key(1) and answers how many bytes get returns. */
+static size_t artifact_round_trip(cf_db *db)
+{
+    char key[128];
+    fx_key(1, key, sizeof key);
+    const unsigned char plan[4] = {1, 0, 2, 0};
+    assert_int_equal(cf_db_artifact_put(db, key, "algo", plan, sizeof plan), CONVFIND_OK);
+    void *blob = NULL;
+    size_t size = 0;
+    assert_int_equal(cf_db_artifact_get(db, key, "algo", &blob, &size), CONVFIND_OK);
+    if (size)
+        assert_memory_equal(blob, plan, sizeof plan);
+    free(blob);
+    return size;
+}
+
+static void test_schema2_gains_artifacts(void **state)
+{
+    (void)state;
+    char path[300];
+    cf_db *db = open_migrated(write_v2, "v2.sqlite", 61, path);
+    cf_decision d = lookup(db, 1, CF_DB_HIT);
+    assert_string_equal(d.algo, "algo61_0");
+    cf_decision_clear(&d);
+    assert_int_equal(artifact_round_trip(db), 4);
+    cf_db_close(db);
+    assert_int_equal(query_int(path, "PRAGMA user_version"), CF_DB_SCHEMA_VERSION);
+    assert_int_equal(query_int(path, "SELECT count(*) FROM artifacts"), 1);
+}
+
+/* A schema-2 file that is only read keeps working: no compiled form, none stored, no
+ * warning about the missing table, the file unchanged. */
+static void test_schema2_read_only_has_no_artifacts(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/v2-ro.sqlite", fx_dir);
+    write_v2(path, 71);
+    cf_db_config c = fx_config(path);
+    c.mode = CF_DB_INSPECT;
+    cf_db *db = NULL;
+    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
+    cf_decision d = lookup(db, 1, CF_DB_HIT);
+    assert_string_equal(d.algo, "algo71_0");
+    cf_decision_clear(&d);
+    assert_int_equal(artifact_round_trip(db), 0);
+    assert_int_equal(cf_db_warning_count(db), 0);
+    cf_db_close(db);
+    /* A file this user cannot write (root can write any file: not tested as root). */
+    if (geteuid() != 0) {
+        assert_int_equal(chmod(path, 0444), 0);
+        c = fx_config(path);
+        assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
+        assert_false(cf_db_is_writable(db));
+        assert_int_equal(artifact_round_trip(db), 0);
+        assert_int_equal(cf_db_warning_count(db), 1); /* read-only, said when opened */
+        cf_db_close(db);
+    }
+    assert_int_equal(query_int(path, "PRAGMA user_version"), 2);
+    assert_int_equal(query_int(path, "SELECT count(*) FROM sqlite_master WHERE name = "
+                                     "'artifacts'"), 0);
+}
+
+/* A newer build's file is read as this build's schema; one without the table (say a later
+ * schema dropped it) answers none, with one warning, and is never written. */
+static void test_newer_schema_without_artifacts(void **state)
+{
+    (void)state;
+    char path[300];
+    snprintf(path, sizeof path, "%s/v99.sqlite", fx_dir);
+    write_v2(path, 81);
+    sqlite3 *conn = NULL;
+    assert_int_equal(sqlite3_open(path, &conn), SQLITE_OK);
+    assert_int_equal(sqlite3_exec(conn, "PRAGMA user_version=99", NULL, NULL, NULL), SQLITE_OK);
+    sqlite3_close(conn);
+    cf_db_config c = fx_config(path);
+    cf_db *db = NULL;
+    assert_int_equal(cf_db_open(&c, &db), CONVFIND_OK);
+    assert_false(cf_db_is_writable(db));
+    assert_int_equal(cf_db_warning_count(db), 1); /* newer: read-only */
+    assert_int_equal(artifact_round_trip(db), 0);
+    assert_int_equal(cf_db_warning_count(db), 2); /* the read that failed, once */
+    assert_int_equal(artifact_round_trip(db), 0);
+    assert_int_equal(cf_db_warning_count(db), 2);
+    cf_db_close(db);
+    assert_int_equal(query_int(path, "PRAGMA user_version"), 99);
 }
 
 static void test_export_import_measured(void **state)
@@ -225,6 +342,9 @@ int main(void)
         cmocka_unit_test(test_schema1_is_migrated_keeping_records),
         cmocka_unit_test(test_schema1_read_only),
         cmocka_unit_test(test_export_import_measured),
+        cmocka_unit_test(test_schema2_gains_artifacts),
+        cmocka_unit_test(test_schema2_read_only_has_no_artifacts),
+        cmocka_unit_test(test_newer_schema_without_artifacts),
     };
     return cmocka_run_group_tests(tests, fx_setup, fx_teardown);
 }
