@@ -19,6 +19,13 @@
  *                 The slot is zeroed once per execution and staging writes only pixels
  *                 (and zeros where a row is shorter than its last vector), so the
  *                 padding around them stays zero without being written again.
+ *   flat staging  when output rows are not whole vectors (56 pixels: 4 vectors of
+ *                 16, one an eighth empty), the band's rows are also split into
+ *                 `stride_h` phases, [channel][kd][row phase][column phase][row][pitch],
+ *                 pitch floats per row with the zeros between rows shared by both
+ *                 neighbours; output row oh + 1 then reads `pitch` floats past output row
+ *                 oh for every tap, so a vector runs on from one output row into the next
+ *                 and only pitch - ow lanes per row are wasted (cf_dsc_store).
  *   packed weights [group][input channel][tap][output channel of the group]: the
  *                 weights of one (channel, tap) for consecutive output channels are
  *                 adjacent, so a tile broadcasts them from one cache line.  The layout
@@ -53,7 +60,10 @@ typedef struct cf_dsc_tile {
     int nm, npv;          /* output channels (1..max_nm[npv]) and vectors (1..CF_DSC_MAX_NPV) */
 } cf_dsc_tile;
 
-/* Where the tile's outputs go, in Y's own layout (NCHW or NHWC). */
+/* Where the tile's outputs go, in Y's own layout (NCHW or NHWC).  A flat tile (pitch > 0)
+ * runs over the output rows of a band laid `pitch` pixels apart: its pixel p is column
+ * (j0 + p) % pitch of row (j0 + p) / pitch from y, stored where that column is below ow
+ * (the rest are sums over the zeros between staged rows, computed and dropped). */
 typedef struct cf_dsc_store {
     const cf_problem *p;  /* activation and its parameters */
     float *y;             /* output (first channel, first pixel of the tile, first row) */
@@ -63,6 +73,7 @@ typedef struct cf_dsc_store {
     int npx;              /* valid pixels from the first one (1..npv * VL) */
     ptrdiff_t ch_stride;  /* floats between channels in y and z */
     ptrdiff_t px_stride;  /* floats between consecutive pixels (1: NCHW) */
+    int pitch, j0, ow;    /* flat tiles only (pitch 0: the pixels are one run of a row) */
 } cf_dsc_store;
 
 typedef struct cf_dsc_kernels {
@@ -72,8 +83,9 @@ typedef struct cf_dsc_kernels {
     int max_nm[CF_DSC_MAX_NPV + 1];
     void (*tile)(const cf_dsc_tile *t, const cf_dsc_store *s);
     /* `rows` input rows, row r of w pixels at src + r * src_row (pixels `step` floats
-     * apart), into staged rows at dst + r * dst_row (64-byte aligned, sw phases of wq
-     * floats, pixels from index b on); src NULL: zero rows (direct_small_c_kernels.h). */
+     * apart), into staged rows at dst + r * dst_row (sw phases of wq floats, pixels
+     * from index b on); src NULL: zero rows (direct_small_c_kernels.h).  It writes whole
+     * vectors: up to VL - 1 zeros past a row's last pixel. */
     void (*stage)(float *dst, ptrdiff_t dst_row, int64_t rows, const float *src,
                   ptrdiff_t src_row, int64_t w, ptrdiff_t step, int64_t sw, int64_t wq,
                   int64_t b);

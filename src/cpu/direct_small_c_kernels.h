@@ -36,11 +36,49 @@
     ((DSC_REGS - 1 - (npv)) / (npv) < CF_DSC_MAX_NM ? (DSC_REGS - 1 - (npv)) / (npv)         \
                                                      : CF_DSC_MAX_NM)
 
+/* Where pixel p of the tile goes, in floats from s->y (a channel's first pixel); -1 for
+ * a flat tile's lanes between rows. */
+static inline ptrdiff_t dsc_px(const cf_dsc_store *s, int p)
+{
+    if (!s->pitch)
+        return p * s->px_stride;
+    int j = s->j0 + p, col = j % s->pitch;
+    return col < s->ow ? j / s->pitch * s->y_row + col * s->px_stride : -1;
+}
+
+/* A flat tile into NCHW rows: each channel's sums are one run in buf, stored as the
+ * pieces that fall on output rows. */
+static void dsc_store_flat(const cf_dsc_store *s, const float *buf, int nm, int npv)
+{
+    const cf_problem *p = s->p;
+    for (int i = 0; i < nm; i++) {
+        const float *b = buf + i * npv * CF_VL;
+        for (int px = 0; px < s->npx;) {
+            int j = s->j0 + px, col = j % s->pitch;
+            int run = s->npx - px < s->pitch - col ? s->npx - px : s->pitch - col;
+            int n = run < s->ow - col ? run : s->ow - col;
+            ptrdiff_t off = i * s->ch_stride + j / s->pitch * s->y_row + col;
+            for (int q = 0; q < n; q += CF_VL) {
+                int cnt = n - q < CF_VL ? n - q : CF_VL;
+                cf_vf o = cf_vload_n(b + px + q, cnt);
+                if (s->z)
+                    o = cf_vadd(o, cf_vload_n(s->z + off + q, cnt));
+                cf_vstore_n(s->y + off + q, cf_vactivate(o, p->act, p->alpha, p->beta), cnt);
+            }
+            px += run;
+        }
+    }
+}
+
 /* act(sum + z) for the tile's valid pixels (the sums start from the bias), stored in
  * Y's layout; buf holds the sums as [channel][vector][VL pixels]. */
 static void dsc_store(const cf_dsc_store *s, const float *buf, int nm, int npv)
 {
     const cf_problem *p = s->p;
+    if (s->px_stride == 1 && s->pitch) {
+        dsc_store_flat(s, buf, nm, npv);
+        return;
+    }
     if (s->px_stride == 1) {
         /* NCHW: each buffered vector is a run of one output channel's row; whole
          * vectors first, then the row's masked tail. */
@@ -75,7 +113,10 @@ static void dsc_store(const cf_dsc_store *s, const float *buf, int nm, int npv)
                 r[q] = q < cnt ? cf_vload(buf + ((i0 + q) * npv + v) * CF_VL) : cf_vzero();
             cf_vtranspose(r);
             for (int l = 0; l < npx; l++) {
-                ptrdiff_t off = (v * CF_VL + l) * s->px_stride + i0;
+                ptrdiff_t off = dsc_px(s, v * CF_VL + l);
+                if (off < 0)
+                    continue;
+                off += i0;
                 cf_vf o = r[l];
                 if (s->z)
                     o = cf_vadd(o, cf_vload_n(s->z + off, cnt));
@@ -85,27 +126,59 @@ static void dsc_store(const cf_dsc_store *s, const float *buf, int nm, int npv)
     }
 }
 
+/* act(o + z) into y + off in the lanes of `bits` (off: where lane 0 would go). */
+DSC_INLINE void dsc_store_bits(float *y, const float *z, ptrdiff_t off, cf_vf o, unsigned bits,
+                               const convfind_activation act, float alpha, float beta)
+{
+    if (z)
+        o = cf_vadd(o, cf_vload_mask(z + off, bits));
+    cf_vstore_mask(y + off, cf_vactivate(o, act, alpha, beta), bits);
+}
+
 /* act(sum + z) from the registers into NCHW rows; `act` is a constant at every call,
- * so cf_vactivate folds to its one call-free case. */
+ * so cf_vactivate folds to its one call-free case.  Every loop has constant bounds, or
+ * the accumulators would go to memory.  A flat tile's vector that runs from one output
+ * row into the next (pitch and ow are at least VL: dsc_flat_pays) is two masked
+ * pieces, the end of one row and the start of the next, without the lanes between. */
 DSC_INLINE void dsc_store_regs(const cf_dsc_store *s, const cf_vf *acc, const int nm,
-                               const int npv, int tail, const convfind_activation act)
+                               const int npv, const convfind_activation act)
 {
     float alpha = s->p->alpha, beta = s->p->beta;
-#pragma GCC unroll 16
-    for (int i = 0; i < nm; i++) {
-        float *y = s->y + i * s->ch_stride;
-        const float *z = s->z ? s->z + i * s->ch_stride : NULL;
 #pragma GCC unroll 8
-        for (int v = 0; v < npv; v++) {
+    for (int v = 0; v < npv; v++) {
+        int n = s->npx - v * CF_VL < CF_VL ? s->npx - v * CF_VL : CF_VL;
+        ptrdiff_t off = v * CF_VL;
+        if (s->pitch) {
+            int j = s->j0 + v * CF_VL, col = j % s->pitch;
+            off = j / s->pitch * s->y_row + col;
+            if (col + n > s->ow) {
+                int ka = col < s->ow ? s->ow - col : 0, lb = s->pitch - col;
+                unsigned a = (1u << ka) - 1u;
+                unsigned b = lb < n ? ((1u << n) - 1u) & ~((1u << lb) - 1u) : 0;
+                ptrdiff_t off_b = (j / s->pitch + 1) * s->y_row - lb;
+#pragma GCC unroll 16
+                for (int i = 0; i < nm; i++) {
+                    float *y = s->y + i * s->ch_stride;
+                    const float *z = s->z ? s->z + i * s->ch_stride : NULL;
+                    dsc_store_bits(y, z, off, acc[i * npv + v], a, act, alpha, beta);
+                    dsc_store_bits(y, z, off_b, acc[i * npv + v], b, act, alpha, beta);
+                }
+                continue;
+            }
+        }
+#pragma GCC unroll 16
+        for (int i = 0; i < nm; i++) {
+            float *y = s->y + i * s->ch_stride + off;
+            const float *z = s->z ? s->z + i * s->ch_stride + off : NULL;
             cf_vf o = acc[i * npv + v];
-            if (v < npv - 1 || !tail) {
+            if (n == CF_VL) {
                 if (z)
-                    o = cf_vadd(o, cf_vload(z + v * CF_VL));
-                cf_vstore(y + v * CF_VL, cf_vactivate(o, act, alpha, beta));
+                    o = cf_vadd(o, cf_vload(z));
+                cf_vstore(y, cf_vactivate(o, act, alpha, beta));
             } else {
                 if (z)
-                    o = cf_vadd(o, cf_vload_n(z + v * CF_VL, tail));
-                cf_vstore_n(y + v * CF_VL, cf_vactivate(o, act, alpha, beta), tail);
+                    o = cf_vadd(o, cf_vload_n(z, n));
+                cf_vstore_n(y, cf_vactivate(o, act, alpha, beta), n);
             }
         }
     }
@@ -123,7 +196,6 @@ DSC_INLINE void dsc_run(const cf_dsc_tile *t, const cf_dsc_store *s, const int n
                              s->p->act != CONVFIND_ACT_TANH
                          ? (int)s->p->act
                          : -1;
-    int tail = s->npx % CF_VL;
     for (int r = 0; r < t->rows; r++, x += t->x_row, row.y += s->y_row) {
         row.z = s->z ? s->z + r * s->y_row : NULL;
         /* The sums start from the bias: no add per output vector afterwards (the
@@ -153,7 +225,7 @@ DSC_INLINE void dsc_run(const cf_dsc_tile *t, const cf_dsc_store *s, const int n
             }
         }
 
-#define DSC_STORE_REGS(a) dsc_store_regs(&row, acc, nm, npv, tail, a)
+#define DSC_STORE_REGS(a) dsc_store_regs(&row, acc, nm, npv, a)
         switch (inline_act) {
             CF_VACT_CASES(DSC_STORE_REGS, continue)
         default:

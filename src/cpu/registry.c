@@ -22,13 +22,18 @@ extern const cf_algo cf_algo_cpu_convtranspose_subpixel;
 
 static const cf_algo *const registry[] = {
     &cf_algo_cpu_gemm_1x1,
+    /* Before cpu.depthwise and cpu.direct_blocked, which also take its layers (one input
+     * channel, or up to 8 padded to 16): Find times candidates in this order, and on a
+     * large first layer its budget ran out on those (R3D-18's stem at N = 8: 6.1x
+     * oneDNN with cpu.direct_blocked, DeepSpeech2's first layer 7.1x with
+     * cpu.depthwise) before cpu.direct_small_c was timed. */
+    &cf_algo_cpu_direct_small_c,
     &cf_algo_cpu_depthwise_3x3, /* before cpu.depthwise: faster on nearly every 3x3 layer */
     &cf_algo_cpu_depthwise,
     &cf_algo_cpu_direct_blocked,
     &cf_algo_cpu_winograd_f4x3,
     &cf_algo_cpu_winograd_f2x3,
     &cf_algo_cpu_winograd_f6x3, /* reduced-precision problems only */
-    &cf_algo_cpu_direct_small_c,
     &cf_algo_cpu_im2col_gemm,
     &cf_algo_cpu_convtranspose_subpixel,
     &cf_algo_cpu_convtranspose_gemm,

@@ -859,6 +859,61 @@ static void test_direct_small_c_row_edges(void **state)
     cf_threadpool_destroy(pool);
 }
 
+/* cpu.direct_small_c's flat staging (direct_small_c.h), which it takes for long
+ * reductions over rows that are not whole vectors: widths on both sides of 1, 2 and 3
+ * vectors at every ISA level (4, 8 and 16 lanes), strides 1 and 2 on both axes, bands of
+ * several rows (64 output rows, or 3-D with 4 planes), NCHW and NHWC, activations stored
+ * from the registers (vectors split where they cross a row end) and through the buffer
+ * (sigmoid), with a residual. */
+static void test_direct_small_c_flat_rows(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), direct_small_c.algo);
+    assert_non_null(algo);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    static const int64_t widths[] = {5, 7, 9, 13, 17, 20, 23, 37, 50};
+    static const convfind_activation acts[] = {CONVFIND_ACT_RELU, CONVFIND_ACT_SIGMOID,
+                                               CONVFIND_ACT_NONE};
+    int runs = 0;
+    for (int level = CF_ISA_PORTABLE; level <= (int)cf_isa_machine(); level++) {
+        assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+        rng r = {0xf1a7ull ^ (uint64_t)level};
+        for (size_t wi = 0; wi < sizeof widths / sizeof widths[0]; wi++)
+            for (int64_t st = 1; st <= 2; st++)
+                for (int v = 0; v < 3; v++) {
+                    tconv t;
+                    memset(&t, 0, sizeof t);
+                    t.n = t.g = 1;
+                    bool three = v == 2;
+                    t.nsp = three ? 3 : 2;
+                    t.c = three ? 3 : 8;
+                    t.m = 1 + (int64_t)(wi * 7 + (size_t)st) % 23;
+                    int a = 0;
+                    if (three) {
+                        t.in[0] = 4, t.k[0] = 3, t.s[0] = 1, t.d[0] = 1, t.pb[0] = t.pe[0] = 1;
+                        a = 1;
+                    }
+                    t.in[a] = three ? 16 * st : 64 * st, t.k[a] = 7, t.s[a] = st, t.d[a] = 1;
+                    t.pb[a] = t.pe[a] = 3;
+                    t.in[a + 1] = widths[wi] * st, t.k[a + 1] = 5, t.s[a + 1] = st;
+                    t.d[a + 1] = 1, t.pb[a + 1] = 2, t.pe[a + 1] = 1 + (int64_t)wi % 2;
+                    for (int b = a + 2; b < 3; b++)
+                        t.in[b] = t.k[b] = t.s[b] = t.d[b] = 1;
+                    t.layout = v == 1 ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
+                    t.bias = true;
+                    t.residual = runs % 2;
+                    t.act = acts[(size_t)runs % 3];
+                    check_problem(&direct_small_c, algo, &t, &r, runs % 2 ? pool : NULL,
+                                  runs % 3 != 0);
+                    runs++;
+                }
+    }
+    print_message("cpu.direct_small_c flat rows: %d problems\n", runs);
+    cf_isa_unforce();
+    cf_threadpool_destroy(pool);
+}
+
 /* Up to 8 input channels per group, not depthwise; Conv, f32 only. */
 static void test_direct_small_c_applicability(void **state)
 {
@@ -913,6 +968,7 @@ int main(void)
         cmocka_unit_test(test_direct_small_c_packed_across_levels),
         cmocka_unit_test(test_direct_small_c_small_workspace),
         cmocka_unit_test(test_direct_small_c_row_edges),
+        cmocka_unit_test(test_direct_small_c_flat_rows),
         cmocka_unit_test(test_direct_small_c_applicability),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
