@@ -226,8 +226,11 @@ static void cudnn_release(void *state)
  * (graph.c says when they are offered): the caller's layout keeps at most one, the
  * other layout none (on the H200 the depthwise layers they exist for were always won in
  * the caller's layout, while compiling the other layout's took 140-420 ms per Find).
- * Fused lists keep mode A's configurations only: the fallback mode's there (engine 0,
- * a generic kernel, 4-10 ms where the winners took 0.03-0.2 ms) never won.  Split lists
+ * Fused lists and the other layout's keep mode A's configurations only: the fallback
+ * mode's (engine 0, a generic kernel, 4-10 ms where the winners took 0.03-0.2 ms) and
+ * the unlisted engines never won there; without them strict f32 Finds try 22 fewer
+ * candidates over ResNet-50's layers at the same kernel totals
+ * (bench/results/gpu_20261202/run13).  Split lists
  * are for a validating Find under CONVFIND_MATH_ALLOW_SPLIT_TF32 only; fused ones exist
  * where the problem has an epilogue cuDNN can fuse.  On the H200 the winner was mode A's
  * first configuration of its list in 73% of 700 Finds, and among its first four in 91%
@@ -239,8 +242,8 @@ static const struct {
 } lists[] = {
     {CF_CUDNN_PLAIN, 0, {.listed = 8, .per_engine = 3, .runtime_compiled = 1, .unlisted = 6,
                          .widen = true}},
-    {CF_CUDNN_PLAIN, 1, {.listed = 3, .per_engine = 2, .runtime_compiled = 0, .unlisted = 2,
-                         .widen = true}},
+    {CF_CUDNN_PLAIN, 1, {.listed = 3, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0,
+                         .widen = false}},
     {CF_CUDNN_FUSED, 0, {.listed = 3, .per_engine = 2, .runtime_compiled = 1, .unlisted = 0,
                          .widen = false}},
     {CF_CUDNN_SPLIT, 0, {.listed = 4, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0,
