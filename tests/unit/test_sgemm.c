@@ -426,6 +426,29 @@ static void test_threaded(void **state)
     cf_threadpool_destroy(pool);
 }
 
+/* A task's B beyond half of L2 is streamed (sgemm.c): groups of an eighth of L2, the
+ * next fetched by the row panels after the first, in shares.  20 rows are 5, 4 or 3 row
+ * panels (the last partial at some levels); B read in place and packed, one K slice and
+ * two (520), a last group shorter than the others, one thread and two. */
+static void streamed_b_body(cf_threadpool *pool)
+{
+    const size_t n = 4 * cf_cpu_caches()->l2 / (64 * sizeof(float)) + 37;
+    check_in_place(20, n, 64, false, false, pool);
+    gemm_case t = {.m = 20, .n = n, .k = 520, .bias = true, .residual = true,
+                   .act = CONVFIND_ACT_RELU};
+    check_case(&t, pool);
+}
+
+static void test_streamed_b(void **state)
+{
+    (void)state;
+    for_each_level(streamed_b_body, NULL);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    for_each_level(streamed_b_body, pool);
+    cf_threadpool_destroy(pool);
+}
+
 static void test_k_zero_applies_epilogue(void **state)
 {
     (void)state;
@@ -499,6 +522,7 @@ int main(void)
         cmocka_unit_test(test_long_k_sliced),
         cmocka_unit_test(test_threaded),
         cmocka_unit_test(test_operand_in_place),
+        cmocka_unit_test(test_streamed_b),
         cmocka_unit_test(test_k_zero_applies_epilogue),
         cmocka_unit_test(test_errors_leave_c_untouched),
     };
