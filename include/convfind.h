@@ -877,8 +877,10 @@ CONVFIND_API convfind_status convfind_db_flush(convfind_db *db);
 typedef enum convfind_confidence_flag {
     CONVFIND_CONFIDENCE_UNKNOWN_BUDGET = 1, /* its Find budget is not known (an old record) */
     CONVFIND_CONFIDENCE_UNTIMED = 2,        /* a candidate that could run was never timed */
-    CONVFIND_CONFIDENCE_NOISE = 4           /* the runner-up is within the noise: the margin
+    CONVFIND_CONFIDENCE_NOISE = 4,          /* the runner-up is within the noise: the margin
                                                is below the larger of the two spreads */
+    CONVFIND_CONFIDENCE_ONCE = 8            /* the decision or its runner-up was timed once
+                                               (a budget too short for more): no spread */
 } convfind_confidence_flag;
 
 /* One stored record, as a callback of convfind_db_foreach sees it: every pointer is valid

@@ -76,7 +76,8 @@ static const struct {
     const char *text;
 } low_reasons[] = {{CONVFIND_CONFIDENCE_UNKNOWN_BUDGET, "budget unknown"},
                    {CONVFIND_CONFIDENCE_UNTIMED, "candidates untimed"},
-                   {CONVFIND_CONFIDENCE_NOISE, "runner-up within the noise"}};
+                   {CONVFIND_CONFIDENCE_NOISE, "runner-up within the noise"},
+                   {CONVFIND_CONFIDENCE_ONCE, "timed once"}};
 
 /* How a decision was measured and how far it can be trusted, as a JSON member:
  * "measured": {"budget_ms" (null: unknown), "spread", "margin" and "runner_up" (null

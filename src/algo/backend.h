@@ -147,6 +147,11 @@ typedef struct cf_find_hooks {
      * measured OK before it: a reference that is only the always-valid fallback, never
      * the fastest (CUDA's direct kernel), is then not timed at all. */
     bool reference_last;
+    /* Whether a candidate reached after the budget is spent still gets a look (find.h,
+     * step 2): its check and one sample.  For a backend with few candidates, whose first
+     * one can outlast the budget on its own (the CPU's on large layers); not for one
+     * with hundreds of candidates. */
+    bool look_past_budget;
     /* Samples per candidate (find.h, step 3): at least min_repeats, at most max_repeats;
      * 0: CF_FIND_MIN_REPEATS and CF_FIND_MAX_REPEATS.  At most final_rounds rounds of
      * the final round (0: CF_FIND_MAX_REPEATS), and at most refine_max neighbours per

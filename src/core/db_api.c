@@ -169,7 +169,8 @@ typedef struct foreach_arg {
 /* The public confidence bits are the module's. */
 _Static_assert((int)CONVFIND_CONFIDENCE_UNKNOWN_BUDGET == (int)CF_CONF_UNKNOWN_BUDGET &&
                    (int)CONVFIND_CONFIDENCE_UNTIMED == (int)CF_CONF_UNTIMED &&
-                   (int)CONVFIND_CONFIDENCE_NOISE == (int)CF_CONF_NOISE,
+                   (int)CONVFIND_CONFIDENCE_NOISE == (int)CF_CONF_NOISE &&
+                   (int)CONVFIND_CONFIDENCE_ONCE == (int)CF_CONF_ONCE,
                "convfind_confidence_flag and cf_confidence_flag differ");
 
 static int foreach_one(const cf_db_record *r, void *varg)

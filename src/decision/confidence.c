@@ -24,7 +24,7 @@ void cf_decision_confidence(const cf_decision *d, cf_confidence *out)
     const cf_candidate_stats *runner = NULL;
     for (int i = 0; i < d->n_candidates; i++) {
         const cf_candidate_stats *c = &d->candidates[i];
-        if (runnable(c) && c->repeats == 0)
+        if (runnable(c) && c->repeats == 0 && !c->not_needed)
             out->untimed++;
         if (c != chosen && timed(c) && (!runner || c->median_ms < runner->median_ms))
             runner = c;
@@ -39,6 +39,11 @@ void cf_decision_confidence(const cf_decision *d, cf_confidence *out)
             if (out->margin < noise)
                 out->low |= CF_CONF_NOISE;
         }
+        /* One sample has no spread to judge a margin by: a Find that could afford no
+         * more for the choice or its rival (a look past the budget, a run longer than
+         * its share) is thin evidence, whatever the margin says. */
+        if (chosen->repeats == 1 || (runner && runner->repeats == 1))
+            out->low |= CF_CONF_ONCE;
     } else if (!chosen || !runnable(chosen) || chosen->repeats > 0) {
         out->untimed++; /* the choice has no timing to trust and was not counted above */
     }
@@ -86,6 +91,10 @@ void cf_confidence_describe(const cf_confidence *c, char *buf, size_t size)
                               c->untimed == 1 ? "" : "s");
         sep = ", ";
     }
-    if ((c->low & CF_CONF_NOISE) && n < size)
-        snprintf(buf + n, size - n, "%srunner-up within the noise", sep);
+    if ((c->low & CF_CONF_NOISE) && n < size) {
+        n += (size_t)snprintf(buf + n, size - n, "%srunner-up within the noise", sep);
+        sep = ", ";
+    }
+    if ((c->low & CF_CONF_ONCE) && n < size)
+        snprintf(buf + n, size - n, "%stimed once", sep);
 }

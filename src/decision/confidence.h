@@ -10,7 +10,9 @@
  *   UNTIMED         a candidate that could run was never timed: the budget ran out
  *                   before it, or a re-time of a few top candidates left it out;
  *   NOISE           the runner-up is within the noise of the choice: their margin is
- *                   below the larger of their two spreads.
+ *                   below the larger of their two spreads;
+ *   ONCE            the choice or the runner-up rests on a single sample (a look past
+ *                   the budget, or a run longer than its share), which has no spread.
  *
  * A low-confidence decision is measured again when time allows instead of being kept
  * forever (cf_retime_budget_ms): in the foreground only by a Find with a larger budget
@@ -34,7 +36,8 @@
 typedef enum cf_confidence_flag {
     CF_CONF_UNKNOWN_BUDGET = 1,
     CF_CONF_UNTIMED = 2,
-    CF_CONF_NOISE = 4
+    CF_CONF_NOISE = 4,
+    CF_CONF_ONCE = 8
 } cf_confidence_flag;
 
 typedef struct cf_confidence {
@@ -56,7 +59,7 @@ void cf_decision_confidence(const cf_decision *d, cf_confidence *out);
 double cf_retime_budget_ms(const cf_decision *d, double budget_ms, bool background);
 
 /* "confident", or the reasons, e.g. "low: 3 candidates untimed, runner-up within the
- * noise", for messages and `convfind db show`. */
+ * noise, timed once", for messages and `convfind db show`. */
 void cf_confidence_describe(const cf_confidence *c, char *buf, size_t size);
 
 #endif /* CONVFIND_DECISION_CONFIDENCE_H */

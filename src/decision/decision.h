@@ -18,7 +18,8 @@ typedef enum cf_candidate_status {
     CF_CAND_OK = 0,             /* timed (and validated, if asked) */
     CF_CAND_FAILED = 1,         /* ran but errored or failed validation: bad for this env */
     CF_CAND_NOT_APPLICABLE = 2, /* cannot run this problem (or exceeds the workspace budget) */
-    CF_CAND_ABANDONED = 3       /* stopped early: clearly slower than the best so far */
+    CF_CAND_ABANDONED = 3       /* stopped early (clearly slower than the best so far) or
+                                   never started (the budget, a re-time, not_needed) */
 } cf_candidate_status;
 
 typedef struct cf_candidate_stats {
@@ -28,6 +29,9 @@ typedef struct cf_candidate_stats {
     int repeats;
     size_t workspace_bytes;
     bool validated;                   /* output matched the reference within bound */
+    bool not_needed;                  /* ABANDONED unstarted because it cannot win: the
+                                         backend's reference once another candidate
+                                         measured OK (find.h, step 2); never "untimed" */
 } cf_candidate_stats;
 
 typedef struct cf_decision {

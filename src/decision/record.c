@@ -93,9 +93,12 @@ static void decision_json(cf_strbuf *b, const cf_decision *d)
         /* %.17g round-trips a double exactly, so replay sees the very numbers Find saw. */
         cf_strbuf_printf(b,
                          ",\"status\":\"%s\",\"median_ms\":%.17g,\"min_ms\":%.17g,"
-                         "\"spread\":%.17g,\"repeats\":%d,\"workspace\":%zu,\"validated\":%s}",
+                         "\"spread\":%.17g,\"repeats\":%d,\"workspace\":%zu,\"validated\":%s",
                          status_names[st], c->median_ms, c->min_ms, c->spread, c->repeats,
                          c->workspace_bytes, c->validated ? "true" : "false");
+        /* Written only when set: readers before it ignore the member, and every other
+         * record stays as it was. */
+        cf_strbuf_append(b, c->not_needed ? ",\"not_needed\":true}" : "}");
     }
     cf_strbuf_append(b, "]}");
 }
@@ -226,6 +229,10 @@ static convfind_status candidate_from(const cf_json *o, cf_candidate_stats *c)
     if (!v || v->type != CF_JSON_BOOL)
         return cf_fail(CONVFIND_ERR_IO, "candidate field \"validated\" is missing or not a bool");
     c->validated = v->boolean;
+    const cf_json *nn = cf_json_get(o, "not_needed"); /* optional (see decision_json) */
+    if (nn && nn->type != CF_JSON_BOOL)
+        return cf_fail(CONVFIND_ERR_IO, "candidate field \"not_needed\" is not a bool");
+    c->not_needed = nn && nn->boolean;
     return CONVFIND_OK;
 }
 

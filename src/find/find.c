@@ -477,17 +477,21 @@ static convfind_status time_all(find_run *f, int incumbent, int usable)
         const int i = k < 0 ? incumbent : k;
         if ((k >= 0 && i == incumbent) || c->stats[i].status == CF_CAND_NOT_APPLICABLE)
             continue;
-        if (k >= 0 && (spent_s(f, start) > cfg->budget_s ||
-                       (cfg->retune && !cf_find_retuned(cfg->retune, c->stats[i].algo)) ||
-                       (f->h->reference_last && c->algos[i] == f->reference && best_ms > 0 &&
-                        !cfg->retune))) {
-            /* Over budget, not re-timed, or a reference not needed: never started.  Under
-             * RETUNE a reference is re-timed when it is among the stored top: there it
-             * was measured close to the fastest. */
+        const bool over = k >= 0 && spent_s(f, start) > cfg->budget_s;
+        /* A reference not needed: under RETUNE it is re-timed when it is among the stored
+         * top, where it was measured close to the fastest. */
+        const bool not_needed = k >= 0 && f->h->reference_last && c->algos[i] == f->reference &&
+                                best_ms > 0 && !cfg->retune;
+        if ((over && !f->h->look_past_budget) || not_needed ||
+            (k >= 0 && cfg->retune && !cf_find_retuned(cfg->retune, c->stats[i].algo))) {
+            /* Over budget, not re-timed, or not needed: never started. */
             c->stats[i].status = CF_CAND_ABANDONED;
+            c->stats[i].not_needed = not_needed;
             continue;
         }
-        convfind_status st = measure(f, i, best_ms, share);
+        /* Over budget with look_past_budget: a share of nothing, which is the check and
+         * one sample. */
+        convfind_status st = measure(f, i, best_ms, over ? 0 : share);
         if (st != CONVFIND_OK)
             return st;
         if (c->stats[i].status == CF_CAND_OK && (best_ms == 0 || c->stats[i].median_ms < best_ms))

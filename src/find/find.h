@@ -11,7 +11,9 @@
  *      named by cfg->incumbent when usable, else the heuristic choice.  The bench: test
  *      tensors filled with non-zero values; when validating, the reference output.
  *   2. The incumbent is measured first, whatever the budget; then every other usable
- *      candidate in list order while the budget lasts (RETUNE: only the stored top
+ *      candidate in list order while the budget lasts, and past it, on a backend with
+ *      look_past_budget, with a share of nothing: its check and one sample, so that a
+ *      first candidate slower than the whole budget cannot hide a faster one (RETUNE: only the stored top
  *      CF_FIND_RETUNE_TOP; the rest are ABANDONED without running; with the backend's
  *      reference_last, its reference too once another candidate measured OK, except
  *      under RETUNE when the stored top holds it).

@@ -88,7 +88,8 @@ static inline int fx_decision_equal(const cf_decision *a, const cf_decision *b)
         const cf_candidate_stats *x = &a->candidates[i], *y = &b->candidates[i];
         if (strcmp(x->algo, y->algo) || x->status != y->status || x->median_ms != y->median_ms ||
             x->min_ms != y->min_ms || x->spread != y->spread || x->repeats != y->repeats ||
-            x->workspace_bytes != y->workspace_bytes || x->validated != y->validated)
+            x->workspace_bytes != y->workspace_bytes || x->validated != y->validated ||
+            x->not_needed != y->not_needed)
             return 0;
     }
     return 1;

@@ -106,20 +106,25 @@ def shown(cli, tmp_path, key):
 def test_low_confidence_is_retimed_with_a_larger_budget(cli, tmp_path):
     """Issue 16: `tune --budget-ms 50` stored ResNet-50's conv1 -> cpu.direct_blocked at
     12 ms where cpu.direct_small_c takes 1.3 ms, because the budget was spent before the
-    faster candidates ran, and later tunes kept it forever.  A 1 ms budget makes that
-    certain on any machine (the heuristic choice is timed past the budget, nothing
-    else); the next tune with a larger budget measures it again.  That budget is far
-    above what the three candidates need (a minute): under the sanitizers one run of
+    faster candidates ran, and later tunes kept it forever.  Since then a CPU Find looks
+    past its budget (every candidate gets its check and one sample), and a decision that
+    rests on one sample is of low confidence: a 1 ms budget makes that certain on any
+    machine, and the next tune with a larger budget measures it again.  That budget is
+    far above what the three candidates need (a minute): under the sanitizers one run of
     cpu.direct_blocked takes ~0.2 s, and the default 1 s left a candidate untimed."""
     (tmp_path / "conv1.csv").write_text(CONV1)
     r = run(cli, tmp_path, "tune", "--budget-ms", "1", "--threads", "1", tmp_path / "conv1.csv")
     assert summary(r) == (1, 1, 0, 0)
     key = run(cli, tmp_path, "db", "list").stdout.split("\t")[0]
-    m = shown(cli, tmp_path, key)["measured"]
+    record = shown(cli, tmp_path, key)
+    m = record["measured"]
     assert m["budget_ms"] == 1 and m["confidence"] == "low", m
-    assert "candidates untimed" in m["reasons"] and m["untimed"] >= 1
+    assert m["reasons"] == ["timed once"] and m["untimed"] == 0, m
+    looked = [c for c in record["candidates"]
+              if c["algo"] != "cpu.reference" and c["status"] != "not_applicable"]
+    assert len(looked) == 3 and all(c["repeats"] == 1 for c in looked), record
     r = run(cli, tmp_path, "db", "show", key)
-    assert "find:      budget 1 ms, spread" in r.stdout and "candidates untimed" in r.stdout
+    assert "find:      budget 1 ms, spread" in r.stdout and "low: timed once" in r.stdout
     # The same budget again would spend it the same way: kept.
     r = run(cli, tmp_path, "tune", "--budget-ms", "1", "--threads", "1", tmp_path / "conv1.csv")
     assert summary(r) == (1, 0, 1, 0)
@@ -132,6 +137,9 @@ def test_low_confidence_is_retimed_with_a_larger_budget(cli, tmp_path):
     fast = [c for c in record["candidates"]
             if c["algo"] != "cpu.reference" and c["status"] != "not_applicable"]
     assert len(fast) == 3 and all(c["repeats"] > 0 for c in fast), record
+    # The reference, never started once the others measured, is not "untimed".
+    assert record["measured"]["untimed"] == 0, record
+    assert not {"candidates untimed", "timed once"} & set(record["measured"]["reasons"])
     # Measured with that budget now: the next tune with it keeps the decision.
     r = run(cli, tmp_path, "tune", "--budget-ms", "60000", "--threads", "1",
             tmp_path / "conv1.csv")

@@ -39,8 +39,10 @@ static void test_confident(void **state)
                               cand("b", CF_CAND_OK, 1.5, 0.05, 10),
                               cand("c", CF_CAND_ABANDONED, 0, 0, 3), /* clearly slower */
                               cand("d", CF_CAND_NOT_APPLICABLE, 0, 0, 0),
-                              cand("e", CF_CAND_FAILED, 0, 0, 0)};
-    cf_decision d = decision(c, 5, 1000);
+                              cand("e", CF_CAND_FAILED, 0, 0, 0),
+                              cand("ref", CF_CAND_ABANDONED, 0, 0, 0)};
+    c[5].not_needed = true; /* a reference never started: it could not have won */
+    cf_decision d = decision(c, 6, 1000);
     cf_confidence k;
     cf_decision_confidence(&d, &k);
     assert_int_equal(k.low, 0);
@@ -109,6 +111,40 @@ static void test_noise(void **state)
     assert_string_equal(text, "low: runner-up within the noise");
 }
 
+/* A look past the budget: each candidate once, no spread to judge the margin by. */
+static void test_timed_once(void **state)
+{
+    (void)state;
+    cf_candidate_stats c[] = {cand("cpu.direct_small_c", CF_CAND_OK, 1.29, 0, 1),
+                              cand("cpu.im2col_gemm", CF_CAND_OK, 1.69, 0, 1),
+                              cand("cpu.direct_blocked", CF_CAND_OK, 5.8, 0, 1)};
+    cf_decision d = decision(c, 3, 1);
+    cf_confidence k;
+    cf_decision_confidence(&d, &k);
+    assert_int_equal(k.low, CF_CONF_ONCE);
+    assert_int_equal(k.untimed, 0);
+    char text[160];
+    cf_confidence_describe(&k, text, sizeof text);
+    assert_string_equal(text, "low: timed once");
+    assert_true(cf_retime_budget_ms(&d, 1000, false) == 1000);
+    /* The choice timed fully, its runner-up once: still thin. */
+    c[0].repeats = 20;
+    c[0].spread = 0.02;
+    cf_decision_confidence(&d, &k);
+    assert_int_equal(k.low, CF_CONF_ONCE);
+    /* Both timed fully; a third candidate timed once is no one's rival. */
+    c[1].repeats = 20;
+    cf_decision_confidence(&d, &k);
+    assert_int_equal(k.low, 0);
+    /* With the noise: both reasons, in order. */
+    c[1].median_ms = 1.30;
+    c[0].repeats = 1;
+    cf_decision_confidence(&d, &k);
+    assert_int_equal(k.low, CF_CONF_NOISE | CF_CONF_ONCE);
+    cf_confidence_describe(&k, text, sizeof text);
+    assert_string_equal(text, "low: runner-up within the noise, timed once");
+}
+
 static void test_background_doubles_up_to_the_cap(void **state)
 {
     (void)state;
@@ -168,6 +204,7 @@ int main(void)
         cmocka_unit_test(test_confident),
         cmocka_unit_test(test_untimed_and_short_budget),
         cmocka_unit_test(test_noise),
+        cmocka_unit_test(test_timed_once),
         cmocka_unit_test(test_background_doubles_up_to_the_cap),
         cmocka_unit_test(test_unknown_budget_and_no_timing),
     };

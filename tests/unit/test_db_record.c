@@ -62,8 +62,16 @@ static void decision_round_trips_exactly(void **state)
     (void)state;
     cf_decision d = fx_decision(7, 4);
     d.candidates[1].median_ms = 0.1 + 0.2; /* not representable in few digits */
+    d.candidates[2].status = CF_CAND_ABANDONED;
+    d.candidates[2].repeats = 0;
+    d.candidates[2].not_needed = true; /* the one optional member */
     char *json = cf_db_decision_to_json(&d);
     assert_non_null(json);
+    /* Written for that candidate only: the others' text is what it was before it. */
+    const char *nn = strstr(json, "\"not_needed\":true");
+    assert_non_null(nn);
+    assert_null(strstr(nn + strlen("\"not_needed\""), "not_needed"));
+    assert_non_null(strstr(json, "\"validated\":true}"));
     cf_decision back;
     assert_int_equal(cf_db_decision_from_json(json, strlen(json), &back), CONVFIND_OK);
     assert_true(fx_decision_equal(&d, &back));
@@ -132,6 +140,10 @@ static void damaged_decisions_are_rejected(void **state)
         {"{\"algo\":\"x\",\"candidates\":[{\"algo\":\"x\",\"status\":\"ok\",\"median_ms\":1,"
          "\"min_ms\":1,\"spread\":0,\"repeats\":1,\"workspace\":0,\"validated\":1}]}",
          "validated"},
+        {"{\"algo\":\"x\",\"candidates\":[{\"algo\":\"x\",\"status\":\"ok\",\"median_ms\":1,"
+         "\"min_ms\":1,\"spread\":0,\"repeats\":1,\"workspace\":0,\"validated\":true,"
+         "\"not_needed\":0}]}",
+         "not_needed"},
         {"{\"algo\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\","
          "\"candidates\":[]}", "length"},
     };

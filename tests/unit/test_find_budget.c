@@ -17,6 +17,7 @@
 #include <cmocka.h>
 
 #include "fake_find.h"
+#include "decision/confidence.h"
 #include "find/find.h"
 
 #define N_ALGOS 4
@@ -143,12 +144,56 @@ static void short_runs_keep_the_protocol(void **state)
     cf_decision_clear(&d);
 }
 
+/* The CPU's hooks: a candidate reached after the budget still gets a look. */
+static const cf_find_hooks look_hooks = {
+    FF_HOOKS, .check = check, .sample = sample, .final_round = true, .reference_last = true,
+    .look_past_budget = true,
+};
+
+static const cf_backend look_backend = {
+    .abi = CF_BACKEND_ABI, .name = "test", .algorithms = algorithms,
+    .reference = &algos[3], .find = &look_hooks,
+};
+
+/* A first candidate whose warm-up and sample alone outlast the budget (DeepLabV3's
+ * dilated 3x3 at N=8 on the CPU): the others still get their check and one sample, and
+ * the faster one is chosen; the reference, not needed once another measured, is not run.
+ * Without the look (the first test) they are never started. */
+static void looks_past_the_budget(void **state)
+{
+    (void)state;
+    static const double ms[N_ALGOS] = {700, 360, 900, 5000};
+    memcpy(run_ms, ms, sizeof run_ms);
+    memset(runs_of, 0, sizeof runs_of);
+    reported_ms = 0;
+    const cf_problem p = ff_problem();
+    const cf_find_config cfg = {.budget_s = BUDGET_S, .validate = true};
+    cf_decision d;
+    assert_int_equal(cf_find_measure(&look_backend, NULL, &p, &cfg, &d), CONVFIND_OK);
+    assert_string_equal(d.algo, "test.b");
+    assert_int_equal(runs_of[0], 2); /* a warm-up and one sample, within the budget */
+    assert_int_equal(runs_of[1], 1); /* past it: one sample after the check */
+    assert_int_equal(runs_of[2], 1);
+    assert_int_equal(stats_of(&d, "test.b")->repeats, 1);
+    assert_int_equal(stats_of(&d, "test.c")->status, CF_CAND_OK);
+    assert_int_equal(runs_of[3], 0);
+    assert_int_equal(stats_of(&d, "test.reference")->status, CF_CAND_ABANDONED);
+    assert_true(stats_of(&d, "test.reference")->not_needed);
+    assert_false(stats_of(&d, "test.c")->not_needed);
+    cf_confidence k; /* every contender timed, but once: thin, not untimed */
+    cf_decision_confidence(&d, &k);
+    assert_int_equal(k.untimed, 0);
+    assert_int_equal(k.low & (CF_CONF_UNTIMED | CF_CONF_ONCE), CF_CONF_ONCE);
+    cf_decision_clear(&d);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(runs_longer_than_the_share),
         cmocka_unit_test(final_round_within_its_share),
         cmocka_unit_test(short_runs_keep_the_protocol),
+        cmocka_unit_test(looks_past_the_budget),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
