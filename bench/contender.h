@@ -15,6 +15,7 @@
 typedef struct contender_options {
     int threads;
     double find_budget_s;     /* convfind: Find's time budget per problem; 0: library default */
+    int channels_last;        /* convfind: X and Y NHWC (NWC, NDHWC); 0: NCHW */
 } contender_options;
 
 /* The contender's name as the report prints it ("onednn-3.2"). */

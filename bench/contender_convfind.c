@@ -3,7 +3,8 @@
  * (include/convfind.h), used the way an inference runtime uses it: the decision comes
  * from Find (run by the "find" request, timed on its own and reported apart), the plan
  * is made once, the weights are packed once outside the timing, X and Y are NCHW (or
- * NCW / NCDHW) buffers of the caller.  Decisions live in an in-memory find-db, so every
+ * NCW / NCDHW) buffers of the caller, or channels-last ones with --layout nhwc (the
+ * layout a network would run in whole, as oneDNN runs in its blocked ones).  Decisions live in an in-memory find-db, so every
  * worker process measures afresh and never reads or writes the user's database.
  *
  * Extra requests:
@@ -23,6 +24,7 @@
 
 static convfind_context *ctx;
 static int threads;
+static convfind_layout layout;
 
 typedef struct cf_state {
     convfind_plan *plan;
@@ -50,6 +52,7 @@ int contender_init(const contender_options *opt, char *settings, size_t size)
     convfind_context_options o;
     convfind_context_options_init(&o);
     o.num_threads = threads = opt->threads;
+    layout = opt->channels_last ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
     o.find_policy = CONVFIND_FIND_HYBRID;
     o.db_path = ":memory:";
     o.find_time_budget_s = opt->find_budget_s;
@@ -64,10 +67,11 @@ int contender_init(const contender_options *opt, char *settings, size_t size)
     else
         snprintf(budget, sizeof budget, "1 s (library default)");
     snprintf(settings, size,
-             "convfind %s, public API, %d threads, ISA %s, NCHW in/out, Find's decision "
+             "convfind %s, public API, %d threads, ISA %s, %s in/out, Find's decision "
              "(in-memory find-db, Find budget %s per problem), constant weights packed once "
              "untimed",
-             convfind_version_string(), threads, isa ? isa : "native", budget);
+             convfind_version_string(), threads, isa ? isa : "native",
+             opt->channels_last ? "NHWC" : "NCHW", budget);
     return 0;
 }
 
@@ -82,6 +86,7 @@ static convfind_problem *make_problem(const bench_problem *p, char *info, size_t
     convfind_conv_desc d;
     convfind_conv_desc_init(&d);
     d.op = p->transpose ? CONVFIND_OP_CONV_TRANSPOSE : CONVFIND_OP_CONV;
+    d.layout = layout; /* x_dims stay in ONNX order whatever the memory layout */
     d.x_rank = d.w_rank = p->dims + 2;
     d.x_dims[0] = p->n;
     d.x_dims[1] = p->c;

@@ -13,8 +13,11 @@
 #   --isa native,avx2   avx2: CONVFIND_ISA=avx2 with ONEDNN_MAX_CPU_ISA=AVX2
 #   --rounds R          interleaved rounds (default 5); --min-ms, --min-reps per request
 #   --contenders L      subset of convfind,onednn2,onednn3,onnxruntime
+#   --layout nhwc       convfind's X and Y channels last (default nchw)
 #   --baseline DIR      also time the convfind of another build (another commit):
 #                       not a peer; each suite reports convfind's ratio to it
+#   --baseline-layout L the baseline's layout (default --layout's); with --baseline
+#                       build, the two layouts of one build interleaved
 #   --regret            re-time every convfind algorithm per layer: Find's regret
 # Full suites take long and disturb everything else on the machine.
 set -eu
@@ -49,7 +52,7 @@ for a in "$@"; do
     esac
 done
 if [ -z "$files" ]; then
-    sed -n '2,19p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,22p' "$0" | sed 's/^# \{0,1\}//' >&2
     exit 2
 fi
 # shellcheck disable=SC2086 # word splitting of the collected lists is intended

@@ -103,8 +103,9 @@ def start_workers(args, keys, threads, isa):
         env = dict(base)
         if key in ("convfind", BASELINE):
             build = args.build if key == "convfind" else args.baseline
+            layout = args.layout if key == "convfind" else args.baseline_layout
             argv = [os.path.join(build, "bench", "bench_worker_convfind"), *timing,
-                    "--find-budget", str(args.find_budget)]
+                    "--find-budget", str(args.find_budget), "--layout", layout]
             # The worker loads the libconvfind of its own build, even where the build
             # directory moved (a copy on another machine) and its run path is stale.
             env["LD_LIBRARY_PATH"] = os.pathsep.join(
@@ -407,11 +408,18 @@ def main():
                     help="seconds to wait for a worker's threads to sleep")
     ap.add_argument("--memory-mb", type=int, default=4096,
                     help="keep every layer prepared when all contenders' tensors fit")
+    ap.add_argument("--layout", default="nchw", choices=("nchw", "nhwc"),
+                    help="convfind's X and Y layout (nhwc: channels last, as a network run "
+                         "in it; the peers keep their own)")
     ap.add_argument("--baseline", default="",
-                    help="build directory of another commit: its convfind is timed too")
+                    help="build directory of another commit (or this one, with another "
+                         "--baseline-layout): its convfind is timed too")
+    ap.add_argument("--baseline-layout", default="", choices=("", "nchw", "nhwc"),
+                    help="the baseline's layout (default: --layout's)")
     ap.add_argument("--regret", action="store_true",
                     help="re-time every applicable convfind algorithm per layer instead")
     args = ap.parse_args()
+    args.baseline_layout = args.baseline_layout or args.layout
     if args.regret:
         args.contenders, args.baseline = "convfind", ""
     rows = []

@@ -123,12 +123,15 @@ int main(int argc, char **argv)
             wk.min_seconds = atof(argv[i + 1]) * 1e-3;
         else if (strcmp(argv[i], "--find-budget") == 0)
             opt.find_budget_s = atof(argv[i + 1]);
+        else if (strcmp(argv[i], "--layout") == 0 && (strcmp(argv[i + 1], "nchw") == 0 ||
+                                                      strcmp(argv[i + 1], "nhwc") == 0))
+            opt.channels_last = strcmp(argv[i + 1], "nhwc") == 0;
         else
             bad = 1;
     }
     if (bad || opt.threads < 1 || wk.warmups < 0 || wk.min_reps < 1) {
         fprintf(stderr, "usage: %s --threads T [--warmups W] [--min-reps R] [--min-ms MS] "
-                        "[--find-budget S]\n", argv[0]);
+                        "[--find-budget S] [--layout nchw|nhwc]\n", argv[0]);
         return 2;
     }
     char settings[1024] = "";
