@@ -104,8 +104,10 @@ def start_workers(args, keys, threads, isa):
         if key in ("convfind", BASELINE):
             build = args.build if key == "convfind" else args.baseline
             layout = args.layout if key == "convfind" else args.baseline_layout
+            # NCHW is every worker's default: a baseline built before --layout runs too.
             argv = [os.path.join(build, "bench", "bench_worker_convfind"), *timing,
-                    "--find-budget", str(args.find_budget), "--layout", layout]
+                    "--find-budget", str(args.find_budget),
+                    *(["--layout", layout] if layout != "nchw" else [])]
             # The worker loads the libconvfind of its own build, even where the build
             # directory moved (a copy on another machine) and its run path is stale.
             env["LD_LIBRARY_PATH"] = os.pathsep.join(
