@@ -37,6 +37,7 @@
 #ifndef CONVFIND_CPU_DIRECT_SMALL_C_H
 #define CONVFIND_CPU_DIRECT_SMALL_C_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -74,6 +75,9 @@ typedef struct cf_dsc_store {
     ptrdiff_t ch_stride;  /* floats between channels in y and z */
     ptrdiff_t px_stride;  /* floats between consecutive pixels (1: NCHW) */
     int pitch, j0, ow;    /* flat tiles only (pitch 0: the pixels are one run of a row) */
+    bool stream;          /* NCHW whole vectors at vector-aligned addresses go around the
+                           * caches (cf_vstream): Y is too large for them to keep, and
+                           * ordinary stores would first read every line of it */
 } cf_dsc_store;
 
 typedef struct cf_dsc_kernels {
@@ -82,6 +86,9 @@ typedef struct cf_dsc_kernels {
      * for the register file); never increasing with npv. */
     int max_nm[CF_DSC_MAX_NPV + 1];
     void (*tile)(const cf_dsc_tile *t, const cf_dsc_store *s);
+    /* Makes the calling thread's streamed stores visible to the others: a task that ran
+     * tiles with `stream` calls it before it ends. */
+    void (*fence)(void);
     /* `rows` input rows, row r of w pixels at src + r * src_row (pixels `step` floats
      * apart), into staged rows at dst + r * dst_row (sw phases of wq floats, pixels
      * from index b on); src NULL: zero rows (direct_small_c_kernels.h).  It writes whole

@@ -174,7 +174,11 @@ DSC_INLINE void dsc_store_regs(const cf_dsc_store *s, const cf_vf *acc, const in
             if (n == CF_VL) {
                 if (z)
                     o = cf_vadd(o, cf_vload(z));
-                cf_vstore(y, cf_vactivate(o, act, alpha, beta));
+                o = cf_vactivate(o, act, alpha, beta);
+                if (s->stream && (uintptr_t)y % (CF_VL * sizeof(float)) == 0)
+                    cf_vstream(y, o);
+                else
+                    cf_vstore(y, o);
             } else {
                 if (z)
                     o = cf_vadd(o, cf_vload_n(z, n));
@@ -284,6 +288,11 @@ static void dsc_tile(const cf_dsc_tile *t, const cf_dsc_store *s)
     dsc_tiles[t->npv][t->nm](t, s);
 }
 
+static void dsc_fence(void)
+{
+    cf_vstream_fence();
+}
+
 /* The even and odd lanes of p[0 .. 2 VL): one pass over the floats for both phases of a
  * stride-2 row (cpu/simd.h's cf_vload_even gives one phase per pass). */
 static inline void dsc_split2(const float *p, cf_vf *even, cf_vf *odd)
@@ -370,5 +379,6 @@ const cf_dsc_kernels CF_SIMD_SYM(cf_dsc) = {
     .max_nm = {0, DSC_NM(1), DSC_NM(2), DSC_NM(3), DSC_NM(4), DSC_NM(5), DSC_NM(6), DSC_NM(7),
                DSC_NM(8)},
     .tile = dsc_tile,
+    .fence = dsc_fence,
     .stage = dsc_stage,
 };

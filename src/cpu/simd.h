@@ -40,6 +40,10 @@
  *   cf_vblend(bits, a, b)  b in the lanes whose bit is set, a elsewhere
  *   cf_vstore_mask(p, v, bits)  p[l] = lane l where bit l is set; other lanes' memory
  *                    is never touched, so p may point outside the array for them
+ *   cf_vstream(p, v)  stores v at p (CF_VL-float aligned) around the caches (a non-
+ *                    temporal store: no read for ownership, nothing evicted); the
+ *                    thread must call cf_vstream_fence() before its stores may be read
+ *                    by another thread
  *   cf_vidx          CF_VL int32 lane indices; cf_vidx_load(p) loads CF_VL of them
  *   cf_vperm2(a, idx, b)  lane l = lane idx[l] mod 2 CF_VL of a followed by b
  *   cf_vperm2_mask(a, idx, b, bits)  the same in the lanes whose bit is set, 0 elsewhere
@@ -67,6 +71,8 @@ typedef __m512 cf_vf;
 #define cf_vbcast(s) _mm512_set1_ps(s)
 #define cf_vload(p) _mm512_loadu_ps(p)
 #define cf_vstore(p, v) _mm512_storeu_ps((p), (v))
+#define cf_vstream(p, v) _mm512_stream_ps((p), (v))
+#define cf_vstream_fence() _mm_sfence()
 #define cf_vfma(a, b, c) _mm512_fmadd_ps((a), (b), (c))
 #define cf_vadd(a, b) _mm512_add_ps((a), (b))
 #define cf_vsub(a, b) _mm512_sub_ps((a), (b))
@@ -166,6 +172,8 @@ typedef __m256 cf_vf;
 #define cf_vbcast(s) _mm256_set1_ps(s)
 #define cf_vload(p) _mm256_loadu_ps(p)
 #define cf_vstore(p, v) _mm256_storeu_ps((p), (v))
+#define cf_vstream(p, v) _mm256_stream_ps((p), (v))
+#define cf_vstream_fence() _mm_sfence()
 #define cf_vfma(a, b, c) _mm256_fmadd_ps((a), (b), (c))
 #define cf_vadd(a, b) _mm256_add_ps((a), (b))
 #define cf_vsub(a, b) _mm256_sub_ps((a), (b))
@@ -306,6 +314,8 @@ static inline cf_vf cf_vload(const float *p)
     return v;
 }
 static inline void cf_vstore(float *p, cf_vf v) { memcpy(p, &v, sizeof v); }
+static inline void cf_vstream(float *p, cf_vf v) { memcpy(p, &v, sizeof v); }
+static inline void cf_vstream_fence(void) {}
 static inline cf_vf cf_vfma(cf_vf a, cf_vf b, cf_vf c) { return a * b + c; }
 static inline cf_vf cf_vadd(cf_vf a, cf_vf b) { return a + b; }
 static inline cf_vf cf_vsub(cf_vf a, cf_vf b) { return a - b; }

@@ -914,6 +914,51 @@ static void test_direct_small_c_flat_rows(void **state)
     cf_threadpool_destroy(pool);
 }
 
+/* cpu.direct_small_c with Y larger than DSC_STREAM_L2S (4) times the L2 of its two
+ * threads, which it stores around the caches (direct_small_c.c, dsc_stream): rows of
+ * whole vectors at aligned and shifted addresses of Y (only aligned vectors stream),
+ * rows with a tail, a residual, an activation, at every ISA level. */
+static void test_direct_small_c_streamed(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), direct_small_c.algo);
+    assert_non_null(algo);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    const size_t stream_floats = 4 * cf_cpu_caches()->l2 * 2 / sizeof(float);
+    static const int64_t widths[] = {64, 37};
+    int runs = 0;
+    for (int level = CF_ISA_PORTABLE; level <= (int)cf_isa_machine(); level++) {
+        assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+        rng r = {0x57eaull ^ (uint64_t)level};
+        for (size_t wi = 0; wi < 2 * sizeof widths / sizeof widths[0]; wi++) {
+            tconv t;
+            memset(&t, 0, sizeof t);
+            t.n = t.g = 1;
+            t.nsp = 2;
+            t.c = 2;
+            t.m = 16;
+            t.in[1] = widths[wi / 2];
+            t.in[0] = (int64_t)(stream_floats / (size_t)(t.m * t.in[1])) * 11 / 10 + 1;
+            for (int a = 0; a < 2; a++)
+                t.k[a] = 3, t.s[a] = t.d[a] = 1, t.pb[a] = t.pe[a] = 1;
+            t.in[2] = t.k[2] = t.s[2] = t.d[2] = 1;
+            t.layout = CONVFIND_LAYOUT_NCHW;
+            t.bias = true;
+            t.residual = wi / 2 == 1;
+            t.act = wi / 2 == 0 ? CONVFIND_ACT_RELU : CONVFIND_ACT_CLIP;
+            out_offset = wi % 2; /* Y shifted by a float: no vector aligned */
+            check_problem(&direct_small_c, algo, &t, &r, pool, true);
+            runs++;
+        }
+    }
+    out_offset = 0;
+    print_message("cpu.direct_small_c streamed: %d problems of %zu+ floats of Y\n", runs,
+                  stream_floats);
+    cf_isa_unforce();
+    cf_threadpool_destroy(pool);
+}
+
 /* Up to 8 input channels per group, not depthwise; Conv, f32 only. */
 static void test_direct_small_c_applicability(void **state)
 {
@@ -969,6 +1014,7 @@ int main(void)
         cmocka_unit_test(test_direct_small_c_small_workspace),
         cmocka_unit_test(test_direct_small_c_row_edges),
         cmocka_unit_test(test_direct_small_c_flat_rows),
+        cmocka_unit_test(test_direct_small_c_streamed),
         cmocka_unit_test(test_direct_small_c_applicability),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
