@@ -291,7 +291,7 @@ const cf_find_hooks cf_cpu_find_hooks = {
      * feature-encoder layer, 6 runs in Find). */
     .reference_last = true,
     /* Large layers can spend the 1 s budget on the first candidate alone: DeepLabV3's
-     * dilated 3x3 (c2048 k256 65x65) at N=8 kept cpu.direct_blocked at 660-790 ms a run
+     * dilated 3x3 (c2048 k256 33x33) at N=8 kept cpu.direct_blocked at 660-790 ms a run
      * without ever running cpu.im2col_gemm.  A CPU Find has a handful of candidates, so
      * each still gets its check and one sample. */
     .look_past_budget = true,

@@ -293,8 +293,8 @@ tile_rxh(const int rows, const int halves, const bool whole, size_t k, const flo
      * at one k step per iteration, in L1 (8 and 7 rows alike). */
 #pragma GCC unroll 4
     for (size_t kk = 0; kk < k; kk++) {
-        /* A masked load in this loop costs the Xeon's FMA rate about a quarter (a tile
-         * in L1: 175 against 230 GFLOP/s on one core); Zen 5 does not mind. */
+        /* A masked load in this loop cost an Intel Xeon about a quarter of its FMA rate
+         * (a tile in L1: 175 against 230 GFLOP/s on one core). */
         __m512 b0 = whole ? _mm512_loadu_ps(b) : _mm512_maskz_loadu_ps(mask[0], b);
         __m512 b1 = halves == 1 ? b0
                     : whole     ? _mm512_loadu_ps(b + 16)
