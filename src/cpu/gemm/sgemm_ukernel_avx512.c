@@ -351,57 +351,62 @@ tile_rxh(const int rows, const int halves, const bool whole, size_t k, const flo
 #undef STORE
 }
 
-static inline __attribute__((always_inline)) void
-ukernel_rx32(const int rows, size_t k, const float *a, size_t a_rs, size_t a_ks,
-             const float *b, size_t ldb, float *c, size_t ldc, size_t ncols,
-             const cf_sgemm_tile_ep *ep)
-{
-    /* A local copy: the stores to C could alias *ep as far as the compiler knows, so it
-     * would reload every field after each store of the epilogue. */
-    const cf_sgemm_tile_ep e = *ep;
-    ep = &e;
-    __mmask16 mask[2];
-    mask[0] = ncols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ncols) - 1u);
-    mask[1] = ncols >= 32 ? (__mmask16)0xffff
-                          : ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1u) : 0;
-    /* A with unit row stride (packed, or an NCHW X read in place as pixel rows) is by far
-     * the common case: the broadcasts then use immediate offsets. */
-    if (a_rs == 1) {
-        if (ncols == NR)
-            tile_rxh(rows, 2, true, k, a, 1, a_ks, b, ldb, c, ldc, ncols, mask, ep);
-        else if (ncols > 16)
-            tile_rxh(rows, 2, false, k, a, 1, a_ks, b, ldb, c, ldc, ncols, mask, ep);
-        else
-            tile_rxh(rows, 1, false, k, a, 1, a_ks, b, ldb, c, ldc, ncols, mask, ep);
-    } else if (ncols == NR) {
-        tile_rxh(rows, 2, true, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
-    } else if (ncols > 16) {
-        tile_rxh(rows, 2, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
-    } else {
-        tile_rxh(rows, 1, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
+/* One tile variant as its own function: `rows` rows, `halves` vectors per row, `whole`
+ * (no masked B loads) and A's row stride fixed to 1 when `unit` (the broadcasts then use
+ * immediate offsets).  Kept out of line on purpose: inlined into one kernel function per
+ * row count, the six variants made that function so large that clang with ASan and UBSan
+ * took over ten minutes to compile this file (about three this way), at the same speed.
+ * The local copy of the epilogue is made here, inside each variant: the stores to C could
+ * alias *ep as far as the compiler knows, so it would reload every field after each store. */
+#define TILE_FN(rows, halves, whole, unit)                                                 \
+    static __attribute__((noinline)) void tile_##rows##_##halves##_##whole##_##unit(         \
+        size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t ldb,     \
+        float *c, size_t ldc, size_t ncols, const __mmask16 mask[2],                        \
+        const cf_sgemm_tile_ep *ep)                                                         \
+    {                                                                                       \
+        const cf_sgemm_tile_ep e = *ep;                                                     \
+        tile_rxh(rows, halves, whole, k, a, unit ? 1 : a_rs, a_ks, b, ldb, c, ldc, ncols,   \
+                 mask, &e);                                                                 \
     }
-}
 
-static void ukernel_8x32(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
-                         size_t ldb, float *c, size_t ldc, size_t ncols,
-                         const cf_sgemm_tile_ep *ep)
-{
-    ukernel_rx32(8, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, ep);
-}
+/* The kernel of one row count: its six tile variants, and the entry point that picks one
+ * from the columns left in the panel and A's row stride (unit stride, packed A or an
+ * NCHW X read in place as pixel rows, is by far the common case). */
+#define UKERNEL(rows)                                                                      \
+    TILE_FN(rows, 2, 1, 1)                                                                  \
+    TILE_FN(rows, 2, 0, 1)                                                                  \
+    TILE_FN(rows, 1, 0, 1)                                                                  \
+    TILE_FN(rows, 2, 1, 0)                                                                  \
+    TILE_FN(rows, 2, 0, 0)                                                                  \
+    TILE_FN(rows, 1, 0, 0)                                                                  \
+    static void ukernel_##rows##x32(size_t k, const float *a, size_t a_rs, size_t a_ks,     \
+                                    const float *b, size_t ldb, float *c, size_t ldc,       \
+                                    size_t ncols, const cf_sgemm_tile_ep *ep)               \
+    {                                                                                       \
+        __mmask16 mask[2];                                                                  \
+        mask[0] = ncols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ncols) - 1u);        \
+        mask[1] = ncols >= 32  ? (__mmask16)0xffff                                          \
+                  : ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1u)                     \
+                               : 0;                                                         \
+        if (a_rs == 1) {                                                                    \
+            if (ncols == NR)                                                                \
+                tile_##rows##_2_1_1(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);     \
+            else if (ncols > 16)                                                            \
+                tile_##rows##_2_0_1(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);     \
+            else                                                                            \
+                tile_##rows##_1_0_1(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);     \
+        } else if (ncols == NR) {                                                           \
+            tile_##rows##_2_1_0(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);         \
+        } else if (ncols > 16) {                                                            \
+            tile_##rows##_2_0_0(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);         \
+        } else {                                                                            \
+            tile_##rows##_1_0_0(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);         \
+        }                                                                                   \
+    }
 
-static void ukernel_7x32(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
-                         size_t ldb, float *c, size_t ldc, size_t ncols,
-                         const cf_sgemm_tile_ep *ep)
-{
-    ukernel_rx32(7, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, ep);
-}
-
-static void ukernel_14x32(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
-                          size_t ldb, float *c, size_t ldc, size_t ncols,
-                          const cf_sgemm_tile_ep *ep)
-{
-    ukernel_rx32(14, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, ep);
-}
+UKERNEL(8)
+UKERNEL(7)
+UKERNEL(14)
 
 static const cf_sgemm_kernel kernel_7x32 = {CF_ISA_AVX512F, 7, NR, ukernel_7x32, true, NULL,
                                             NULL};
