@@ -17,6 +17,7 @@ extern const cf_algo cf_algo_cpu_winograd_f2x3;
 extern const cf_algo cf_algo_cpu_gemm_1x1;
 extern const cf_algo cf_algo_cpu_direct_small_c;
 extern const cf_algo cf_algo_cpu_im2col_gemm;
+extern const cf_algo cf_algo_cpu_tap_gemm;
 extern const cf_algo cf_algo_cpu_convtranspose_gemm;
 extern const cf_algo cf_algo_cpu_convtranspose_subpixel;
 
@@ -35,6 +36,7 @@ static const cf_algo *const registry[] = {
     &cf_algo_cpu_winograd_f2x3,
     &cf_algo_cpu_winograd_f6x3, /* reduced-precision problems only */
     &cf_algo_cpu_im2col_gemm,
+    &cf_algo_cpu_tap_gemm,
     &cf_algo_cpu_convtranspose_subpixel,
     &cf_algo_cpu_convtranspose_gemm,
     &cf_algo_cpu_reference,

@@ -201,13 +201,15 @@ static void check_problem(const cf_algo *algo, const cf_problem *p, cf_threadpoo
     free(ax); free(aw); free(ab); free(az);
 }
 
-static void run_family(const char *name, gen_kind kind)
+/* Runs every generated problem of `kind` through `name` at every level.  `gated`: the
+ * algorithm takes only some of them (it must take at least a quarter); else all. */
+static void run_family_of(const char *name, gen_kind kind, bool gated)
 {
     const cf_algo *algo = cf_backend_find(cf_backend_host(), name);
     assert_non_null(algo);
     cf_threadpool *pool = NULL;
     assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
-    int checked = 0, negative_pads = 0;
+    int checked = 0, negative_pads = 0, generated = 0;
     for (int level = 0; level <= (int)cf_isa_machine(); level++) {
         for (int i = 0; i < PROBLEMS_PER_LEVEL; i++) {
             assert_int_equal(cf_isa_force(cf_isa_machine()), CONVFIND_OK);
@@ -215,6 +217,11 @@ static void run_family(const char *name, gen_kind kind)
             convfind_problem *p = random_problem(kind, &d);
             if (p == NULL)
                 continue;
+            generated++;
+            if (gated && !algo->applicable(p)) {
+                convfind_problem_destroy(p);
+                continue;
+            }
             if (!algo->applicable(p)) {
                 char desc[256];
                 convfind_problem_describe(p, desc, sizeof desc);
@@ -235,11 +242,18 @@ static void run_family(const char *name, gen_kind kind)
     cf_isa_unforce();
     cf_threadpool_destroy(pool);
     /* The generators stay inside ONNX's rules: nearly every problem must be valid. */
-    if (checked < PROBLEMS_PER_LEVEL * ((int)cf_isa_machine() + 1) * 3 / 4)
-        fail_msg("%s: only %d problems were valid", name, checked);
+    if (generated < PROBLEMS_PER_LEVEL * ((int)cf_isa_machine() + 1) * 3 / 4)
+        fail_msg("%s: only %d problems were valid", name, generated);
+    if (checked < generated / (gated ? 4 : 1))
+        fail_msg("%s: took only %d of %d problems", name, checked, generated);
     /* ConvTranspose's output_shape variant must really have produced negative pads. */
     if (kind == GEN_CONVT || kind == GEN_CONVT_D1)
         assert_true(negative_pads > 0);
+}
+
+static void run_family(const char *name, gen_kind kind)
+{
+    run_family_of(name, kind, false);
 }
 
 static void test_gemm_1x1(void **state)
@@ -307,6 +321,69 @@ static void test_im2col_gemm(void **state)
 {
     (void)state;
     run_family("cpu.im2col_gemm", GEN_CONV);
+}
+
+/* cpu.tap_gemm on the generated problems it takes (those with much padding). */
+static void test_tap_gemm(void **state)
+{
+    (void)state;
+    run_family_of("cpu.tap_gemm", GEN_CONV, true);
+}
+
+/* cpu.tap_gemm where its tile logic has cases the small generated problems do not reach:
+ * several tiles of output pixels (tiles hold at least 96 pixels, so only a problem with
+ * more channels than two L2s hold in 96-pixel panels has several: 12000 here), with a
+ * tap reaching part of a tile and the two whole ones first and last; and a kernel none of
+ * whose taps covers the output whole (2 taps 5 apart on 6 pixels: outputs 3-5 and 0-3),
+ * where the tile is zeroed and the epilogue is a pass of its own.  NCHW and NHWC, with
+ * and without a pool and packed weights, every epilogue part, at every level. */
+static void test_tap_gemm_tiles(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), "cpu.tap_gemm");
+    assert_non_null(algo);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    /* rank, c, m, input (each axis), kernel, dilation, pad (both sides, each axis) */
+    static const int64_t shapes[][7] = {
+        {3, 12000, 20, 300, 3, 40, 40},
+        {4, 3, 5, 6, 2, 5, 3},
+        {4, 64, 24, 7, 3, 1, 1},
+    };
+    for (int level = 0; level <= (int)cf_isa_machine(); level++) {
+        for (size_t i = 0; i < 2 * sizeof shapes / sizeof shapes[0]; i++) {
+            const int64_t *s = shapes[i / 2];
+            convfind_conv_desc d;
+            convfind_conv_desc_init(&d);
+            d.layout = i % 2 ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
+            d.x_rank = d.w_rank = (int)s[0];
+            int nsp = (int)s[0] - 2;
+            d.x_dims[0] = 1;
+            d.x_dims[1] = s[1];
+            d.w_dims[0] = s[2];
+            d.w_dims[1] = s[1];
+            d.dilations.count = nsp;
+            d.pads.count = 2 * nsp;
+            for (int a = 0; a < nsp; a++) {
+                d.x_dims[2 + a] = s[3];
+                d.w_dims[2 + a] = s[4];
+                d.dilations.v[a] = s[5];
+                d.pads.v[a] = d.pads.v[nsp + a] = s[6];
+            }
+            d.has_bias = true;
+            d.has_residual = i % 4 < 2;
+            d.activation = i % 3 == 0 ? CONVFIND_ACT_RELU : CONVFIND_ACT_SIGMOID;
+            convfind_problem *p = NULL;
+            assert_int_equal(cf_isa_force(cf_isa_machine()), CONVFIND_OK);
+            assert_int_equal(convfind_problem_create(&d, &p), CONVFIND_OK);
+            assert_true(algo->applicable(p));
+            assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+            check_problem(algo, p, i % 3 ? pool : NULL, (i + level) % 2 == 0);
+            convfind_problem_destroy(p);
+        }
+    }
+    cf_isa_unforce();
+    cf_threadpool_destroy(pool);
 }
 
 static void test_convtranspose_gemm(void **state)
@@ -416,6 +493,8 @@ int main(void)
         cmocka_unit_test(test_gemm_1x1),
         cmocka_unit_test(test_gemm_1x1_pixel_rows),
         cmocka_unit_test(test_im2col_gemm),
+        cmocka_unit_test(test_tap_gemm),
+        cmocka_unit_test(test_tap_gemm_tiles),
         cmocka_unit_test(test_convtranspose_gemm),
         cmocka_unit_test(test_convtranspose_subpixel),
     };

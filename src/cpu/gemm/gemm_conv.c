@@ -17,6 +17,7 @@
 #include "cpu/geom3.h"
 #include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
+#include "problem/shape.h"
 #include "util/error.h"
 
 /* ---- packed weights ---------------------------------------------------------------- */
@@ -27,6 +28,7 @@
 typedef struct packed_header {
     uint32_t magic;
     cf_isa isa;          /* the kernel (MR, NR) the data was packed for */
+    bool per_tap;        /* one operand per kernel tap (cpu.tap_gemm), else one in all */
     size_t group_floats; /* floats of one group's packed operand */
 } packed_header;
 
@@ -65,73 +67,100 @@ static bool pixels_as_rows(const cf_problem *p, const cf_sgemm_kernel *kern)
     return as_rows * 20 < as_cols * 19;
 }
 
-/* The weights of one group as a GEMM operand (see gemm_conv.h). */
+/* The weights of one group as GEMM operands (see gemm_conv.h): one operand (`blocks` 1)
+ * whose K runs over (channel, tap), or, per tap (cpu.tap_gemm), `blocks` = taps operands
+ * whose K runs over the channels, block t starting `block_step` elements after block
+ * t - 1 in W. */
 typedef struct w_operand {
     bool as_a;           /* packed as A (rows x cols = m x k) or as B (k x n) */
-    size_t rows, cols;
+    size_t rows, cols;   /* of one block */
     size_t group_stride; /* elements of W from one group to the next */
     ptrdiff_t rs, cs;
+    size_t blocks, block_step;
 } w_operand;
 
-static w_operand weight_operand(const cf_problem *p, const cf_sgemm_kernel *kern)
+static w_operand weight_operand(const cf_problem *p, const cf_sgemm_kernel *kern, bool per_tap)
 {
     size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
     size_t ksp = (size_t)p->k_sp, kdim = cg * ksp;
     w_operand o;
     if (p->op == CONVFIND_OP_CONV_TRANSPOSE) {
         /* W: C x M/g x taps.  A[(m, tap), c] = W[c][m][tap]. */
-        o = (w_operand){true, mg * ksp, cg, cg * mg * ksp, 1, (ptrdiff_t)(mg * ksp)};
+        o = (w_operand){true, mg * ksp, cg, cg * mg * ksp, 1, (ptrdiff_t)(mg * ksp), 1, 0};
+    } else if (per_tap) {
+        /* Tap t's weights: W[m][c][t], channels ksp elements apart. */
+        bool a = !pixels_as_rows(p, kern);
+        o = a ? (w_operand){true, mg, cg, mg * kdim, (ptrdiff_t)kdim, (ptrdiff_t)ksp, ksp, 1}
+              : (w_operand){false, cg, mg, mg * kdim, (ptrdiff_t)ksp, (ptrdiff_t)kdim, ksp, 1};
     } else if (!pixels_as_rows(p, kern)) {
-        o = (w_operand){true, mg, kdim, mg * kdim, (ptrdiff_t)kdim, 1};
+        o = (w_operand){true, mg, kdim, mg * kdim, (ptrdiff_t)kdim, 1, 1, 0};
     } else {
-        o = (w_operand){false, kdim, mg, mg * kdim, 1, (ptrdiff_t)kdim};
+        o = (w_operand){false, kdim, mg, mg * kdim, 1, (ptrdiff_t)kdim, 1, 0};
     }
     return o;
 }
 
-static size_t operand_floats(const cf_sgemm_kernel *kern, const w_operand *o, bool *overflow)
+/* Floats of one block of the operand, packed. */
+static size_t block_floats(const cf_sgemm_kernel *kern, const w_operand *o, bool *overflow)
 {
     return o->as_a ? cf_sgemm_packed_a_floats(kern, o->rows, o->cols, overflow)
                    : cf_sgemm_packed_b_floats(kern, o->rows, o->cols, overflow);
+}
+
+/* Floats of all blocks of the operand (one group), packed. */
+static size_t operand_floats(const cf_sgemm_kernel *kern, const w_operand *o, bool *overflow)
+{
+    size_t f = block_floats(kern, o, overflow);
+    if (f != 0 && o->blocks > SIZE_MAX / f) {
+        if (overflow != NULL)
+            *overflow = true;
+        return 0;
+    }
+    return f * o->blocks;
 }
 
 /* The largest packed size over every kernel this machine can run, so a workspace sized
  * once fits whatever level a later execution is forced to.  With `p`, the operand is the
  * weights as each kernel takes them, counted only where they are packed B (the weights a
  * Conv execution must pack itself, weights_for); else `o` itself. */
-static size_t operand_floats_max(const cf_problem *p, const w_operand *o, bool *overflow)
+static size_t operand_floats_max(const cf_problem *p, bool per_tap, const w_operand *o,
+                                 bool *overflow)
 {
     size_t most = 0;
     for (int level = 0; level < CF_ISA_COUNT; level++) {
         const cf_sgemm_kernel *kern = cf_kernel_table_for((cf_isa)level)->sgemm;
-        w_operand wo = p ? weight_operand(p, kern) : *o;
+        w_operand wo = p ? weight_operand(p, kern, per_tap) : *o;
         size_t f = wo.as_a ? 0 : operand_floats(kern, &wo, overflow);
         most = f > most ? f : most;
     }
     return most;
 }
 
-static void pack_groups(const cf_sgemm_kernel *kern, const cf_problem *p, const float *w,
-                        float *dst, size_t group_floats, cf_threadpool *pool)
+static void pack_groups(const cf_sgemm_kernel *kern, const cf_problem *p, bool per_tap,
+                        const float *w, float *dst, size_t group_floats, cf_threadpool *pool)
 {
-    w_operand o = weight_operand(p, kern);
+    w_operand o = weight_operand(p, kern, per_tap);
+    size_t bf = block_floats(kern, &o, NULL);
     for (int64_t g = 0; g < p->group; g++) {
-        const float *wg = w + (size_t)g * o.group_stride;
-        float *d = dst + (size_t)g * group_floats;
-        if (o.as_a)
-            cf_sgemm_pack_a(kern, o.rows, o.cols, wg, o.rs, o.cs, d);
-        else
-            cf_sgemm_pack_b(kern, o.rows, o.cols, wg, o.rs, o.cs, d, pool);
+        for (size_t blk = 0; blk < o.blocks; blk++) {
+            const float *wb = w + (size_t)g * o.group_stride + blk * o.block_step;
+            float *d = dst + (size_t)g * group_floats + blk * bf;
+            if (o.as_a)
+                cf_sgemm_pack_a(kern, o.rows, o.cols, wb, o.rs, o.cs, d);
+            else
+                cf_sgemm_pack_b(kern, o.rows, o.cols, wb, o.rs, o.cs, d, pool);
+        }
     }
 }
 
-static convfind_status pack_weights(const cf_problem *p, const void *w, void **packed)
+static convfind_status pack_weights(const cf_problem *p, bool per_tap, const void *w,
+                                    void **packed)
 {
     if (packed == NULL || w == NULL)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL", w ? "packed" : "w");
     *packed = NULL;
     const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
-    w_operand o = weight_operand(p, kern);
+    w_operand o = weight_operand(p, kern, per_tap);
     bool overflow = false;
     size_t gf = operand_floats(kern, &o, &overflow);
     cf_ws ws = {0};
@@ -145,8 +174,8 @@ static convfind_status pack_weights(const cf_problem *p, const void *w, void **p
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of packed weights",
                        ws.bytes);
     packed_header *h = (packed_header *)blob;
-    *h = (packed_header){PACKED_MAGIC, kern->isa, gf};
-    pack_groups(kern, p, w, (float *)(blob + PACKED_HEADER), gf, NULL);
+    *h = (packed_header){PACKED_MAGIC, kern->isa, per_tap, gf};
+    pack_groups(kern, p, per_tap, w, (float *)(blob + PACKED_HEADER), gf, NULL);
     *packed = blob;
     return CONVFIND_OK;
 }
@@ -156,36 +185,39 @@ void cf_gemm_free_packed(void *packed)
     free(packed);
 }
 
-/* The weights of one execution as a GEMM operand of group 0, and the distance from one
- * group's operand to the next. */
+/* The weights of one execution as the GEMM operand of group 0 (its first block), and
+ * the distances from one group's operand to the next and from one block to the next. */
 typedef struct weights_src {
     cf_sgemm_operand op;
-    size_t group_stride;
+    size_t group_stride, block_stride;
 } weights_src;
 
-/* The caller's packed weights when they were made for `kern`; else W itself, read in
- * place, when the weights are the GEMM's A (any strides will do); else (NHWC, where they
- * are B and B must have unit column stride) W packed now into `scratch`. */
-static weights_src weights_for(const cf_sgemm_kernel *kern, const cf_problem *p,
+/* The caller's packed weights when they were made for `kern` and this form (per tap or
+ * not); else W itself, read in place, when the weights are the GEMM's A (any strides will
+ * do); else (NHWC, where they are B and B must have unit column stride) W packed now into
+ * `scratch`. */
+static weights_src weights_for(const cf_sgemm_kernel *kern, const cf_problem *p, bool per_tap,
                                const cf_exec_args *a, float *scratch)
 {
     const packed_header *h = a->packed_w;
-    if (h != NULL && h->magic == PACKED_MAGIC && h->isa == kern->isa)
+    w_operand o = weight_operand(p, kern, per_tap);
+    size_t bf = block_floats(kern, &o, NULL);
+    if (h != NULL && h->magic == PACKED_MAGIC && h->isa == kern->isa && h->per_tap == per_tap)
         return (weights_src){{(const float *)((const char *)h + PACKED_HEADER), true, 0, 0},
-                             h->group_floats};
-    w_operand o = weight_operand(p, kern);
+                             h->group_floats, bf};
     if (o.as_a)
-        return (weights_src){{a->w, false, (size_t)o.rs, (size_t)o.cs}, o.group_stride};
+        return (weights_src){{a->w, false, (size_t)o.rs, (size_t)o.cs}, o.group_stride,
+                             o.block_step};
     size_t gf = operand_floats(kern, &o, NULL);
-    pack_groups(kern, p, a->w, scratch, gf, a->pool);
-    return (weights_src){{scratch, true, 0, 0}, gf};
+    pack_groups(kern, p, per_tap, a->w, scratch, gf, a->pool);
+    return (weights_src){{scratch, true, 0, 0}, gf, bf};
 }
 
-/* The operand of group g. */
-static cf_sgemm_operand weights_of_group(const weights_src *w, int64_t g)
+/* The operand of group g, block blk. */
+static cf_sgemm_operand weights_of(const weights_src *w, int64_t g, size_t blk)
 {
     cf_sgemm_operand op = w->op;
-    op.p += (size_t)g * w->group_stride;
+    op.p += (size_t)g * w->group_stride + blk * w->block_stride;
     return op;
 }
 
@@ -196,9 +228,11 @@ typedef struct ws_layout {
     size_t panels;  /* Conv: one tile of patch panels; ConvTranspose: packed X */
     size_t cols;    /* ConvTranspose: the cols matrix */
     size_t xsplit;  /* Conv with split_x: one image and group of X in phase-split form */
+    size_t scratch; /* Conv per tap: a C of one tile's output channels x pixels */
     size_t bytes;
     size_t tile;    /* Conv: output pixels per tile, before rounding to the panel width */
     bool in_place;  /* Conv: the GEMM reads X itself as B or A (no patch panels) */
+    bool per_tap;   /* Conv: one GEMM per kernel tap (cpu.tap_gemm) */
     bool split;     /* Conv: patches read X's phase-split form (split_x) */
     bool overflow;
 } ws_layout;
@@ -235,11 +269,11 @@ static size_t split_channel_floats(const cf_geom3 *g)
     return (size_t)g->in[0] * (size_t)g->in[1] * s * plen;
 }
 
-/* Pixels per patch tile: the tile's panels fill about two L2s, never below one panel
- * row of 96 (a multiple of every kernel's MR and NR); tiles are balanced in size. */
-static size_t conv_tile(const cf_problem *p)
+/* Pixels per patch tile, whose panels have `kdim` rows: the panels fill about two L2s,
+ * never below one panel row of 96 (a multiple of every kernel's MR and NR); tiles are
+ * balanced in size. */
+static size_t conv_tile(const cf_problem *p, size_t kdim)
 {
-    size_t kdim = (size_t)(cf_cin_per_group(p) * p->k_sp);
     size_t budget = 2 * cf_cpu_caches()->l2;
     size_t tile_max = budget / (kdim * sizeof(float));
     if (tile_max < 96)
@@ -249,32 +283,42 @@ static size_t conv_tile(const cf_problem *p)
     return (out_sp + tiles - 1) / tiles;
 }
 
-/* `allow_in_place`: the algorithm reads X in place when patches_are_x (cpu.gemm_1x1). */
-static ws_layout layout_of(const cf_problem *p, bool allow_in_place)
+/* How a Conv's GEMM runs: `allow_in_place`, it reads X in place when patches_are_x
+ * (cpu.gemm_1x1); `per_tap`, one GEMM per kernel tap (cpu.tap_gemm). */
+typedef enum conv_form { FORM_PATCHES, FORM_IN_PLACE, FORM_PER_TAP } conv_form;
+
+static ws_layout layout_of(const cf_problem *p, conv_form form)
 {
     ws_layout l = {0};
-    l.in_place = allow_in_place && patches_are_x(p);
+    l.in_place = form == FORM_IN_PLACE && patches_are_x(p);
+    l.per_tap = form == FORM_PER_TAP;
     cf_ws ws = {0};
     /* Room to pack the weights only where they cannot be read in place (weights_for). */
-    size_t wf = operand_floats_max(p, NULL, &l.overflow);
+    size_t wf = operand_floats_max(p, l.per_tap, NULL, &l.overflow);
     l.weights = cf_ws_take(&ws, cf_ws_mul(&ws, wf, (size_t)p->group), sizeof(float));
     size_t cg = (size_t)cf_cin_per_group(p);
     if (l.in_place) {
         l.tile = (size_t)p->out_sp;
     } else if (p->op == CONVFIND_OP_CONV) {
-        l.tile = conv_tile(p);
+        /* Per tap, a tile's panels hold one tap's rows at a time. */
+        size_t kdim = l.per_tap ? cg : cf_ws_mul(&ws, cg, (size_t)p->k_sp);
+        l.tile = conv_tile(p, kdim ? kdim : 1);
         /* + 32: rounding the tile up to any kernel's panel width (<= 32). */
-        l.panels = cf_ws_take(&ws, cf_ws_mul(&ws, cg * (size_t)p->k_sp, l.tile + 32),
-                              sizeof(float));
-        l.split = split_x(p);
+        l.panels = cf_ws_take(&ws, cf_ws_mul(&ws, kdim, l.tile + 32), sizeof(float));
+        /* Per tap, each GEMM's patches are one strided read of X per channel (the 1x1
+         * case), which the phase split would only copy once more. */
+        l.split = !l.per_tap && split_x(p);
+        if (l.per_tap)
+            l.scratch = cf_ws_take(&ws, cf_ws_mul(&ws, (size_t)cf_cout_per_group(p), l.tile + 32),
+                                   sizeof(float));
         if (l.split) {
             cf_geom3 g = cf_geom3_of(p);
             l.xsplit = cf_ws_take(&ws, cf_ws_mul(&ws, cg, split_channel_floats(&g)),
                                   sizeof(float));
         }
     } else {
-        w_operand xo = {false, cg, (size_t)p->in_sp, 0, 0, 0};
-        size_t xf = operand_floats_max(NULL, &xo, &l.overflow);
+        w_operand xo = {false, cg, (size_t)p->in_sp, 0, 0, 0, 1, 0};
+        size_t xf = operand_floats_max(NULL, false, &xo, &l.overflow);
         l.panels = cf_ws_take(&ws, xf, sizeof(float));
         size_t rows = cf_ws_mul(&ws, (size_t)cf_cout_per_group(p), (size_t)p->k_sp);
         l.cols = cf_ws_take(&ws, cf_ws_mul(&ws, rows, (size_t)p->in_sp), sizeof(float));
@@ -284,11 +328,11 @@ static ws_layout layout_of(const cf_problem *p, bool allow_in_place)
     return l;
 }
 
-static convfind_status workspace_of(const cf_problem *p, bool allow_in_place, size_t *bytes)
+static convfind_status workspace_of(const cf_problem *p, conv_form form, size_t *bytes)
 {
     if (bytes == NULL)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "bytes is NULL");
-    ws_layout l = layout_of(p, allow_in_place);
+    ws_layout l = layout_of(p, form);
     if (l.overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW,
                        "GEMM workspace for C=%lld M=%lld kernel taps=%lld overflows size_t",
@@ -297,8 +341,8 @@ static convfind_status workspace_of(const cf_problem *p, bool allow_in_place, si
     return CONVFIND_OK;
 }
 
-static convfind_status check_args(const cf_problem *p, const cf_exec_args *a,
-                                  bool allow_in_place, ws_layout *l)
+static convfind_status check_args(const cf_problem *p, const cf_exec_args *a, conv_form form,
+                                  ws_layout *l)
 {
     if (a == NULL || a->x == NULL || a->w == NULL || a->y == NULL)
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL",
@@ -306,7 +350,7 @@ static convfind_status check_args(const cf_problem *p, const cf_exec_args *a,
     if ((p->has_bias && a->b == NULL) || (p->has_residual && a->z == NULL))
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "%s is NULL but the problem has one",
                        a->b == NULL && p->has_bias ? "bias" : "residual");
-    *l = layout_of(p, allow_in_place);
+    *l = layout_of(p, form);
     if (l->overflow)
         return cf_fail(CONVFIND_ERR_OVERFLOW, "GEMM workspace overflows size_t");
     if ((l->bytes > 0 && a->workspace == NULL) || a->workspace_size < l->bytes)
@@ -389,45 +433,358 @@ bool cf_gemm_conv_applicable(const cf_problem *p)
 
 convfind_status cf_gemm_conv_workspace(const cf_problem *p, size_t *bytes)
 {
-    return workspace_of(p, false, bytes);
+    return workspace_of(p, FORM_PATCHES, bytes);
 }
 
 convfind_status cf_gemm_1x1_workspace(const cf_problem *p, size_t *bytes)
 {
-    return workspace_of(p, true, bytes);
+    return workspace_of(p, FORM_IN_PLACE, bytes);
+}
+
+convfind_status cf_gemm_taps_workspace(const cf_problem *p, size_t *bytes)
+{
+    return workspace_of(p, FORM_PER_TAP, bytes);
 }
 
 convfind_status cf_gemm_conv_pack_weights(const cf_problem *p, const void *state,
                                           const void *w, void **packed)
 {
     (void)state;
-    return pack_weights(p, w, packed);
+    return pack_weights(p, false, w, packed);
 }
 
-static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
-                                    bool allow_in_place)
+convfind_status cf_gemm_taps_pack_weights(const cf_problem *p, const void *state,
+                                          const void *w, void **packed)
+{
+    (void)state;
+    return pack_weights(p, true, w, packed);
+}
+
+/* One image and group of a Conv execution: where its tiles' GEMMs read and write. */
+typedef struct conv_image {
+    conv_chunk_job *cj;
+    cf_patch_job *job;
+    const ws_layout *l;
+    const cf_problem *p;
+    float *y;                 /* Y at (image, first channel of the group, pixel 0) */
+    const float *z;           /* Z at the same place, or NULL */
+    const float *bias;        /* the group's bias, or NULL */
+    size_t chs, ps;           /* Y strides from one channel and one pixel to the next */
+    float *scratch;           /* per tap: C of a box narrower than the rows */
+    size_t threads;
+    cf_threadpool *pool;
+} conv_image;
+
+/* What a GEMM does with its C: store the product, or add it to C; with or without the
+ * problem's epilogue (bias, residual, activation). */
+typedef struct range_ep {
+    bool accumulate, epilogue;
+} range_ep;
+
+/* Where a GEMM's C goes: Y of the image and group (or a scratch C in the same layout),
+ * with Z at the same offsets, and the strides from pixel to pixel and channel to
+ * channel. */
+typedef struct gemm_dest {
+    float *y;
+    const float *z;
+    ptrdiff_t ps, chs;
+} gemm_dest;
+
+/* The GEMM of the pixels [pix0, pix0 + np) of ci->job's geometry: its patch panels (or X
+ * in place) times the weights ci->cj->wg, into `d` from its pixel pix0 on. */
+static void range_gemm(const conv_image *ci, const gemm_dest *d, size_t pix0, size_t np,
+                       range_ep how)
+{
+    conv_chunk_job *cj = ci->cj;
+    cf_patch_job *job = ci->job;
+    const size_t width = job->width;
+    const size_t yo = pix0 * (size_t)d->ps;
+    job->pix0 = pix0;
+    job->npix = np;
+    cj->y = d->y + yo;
+    cj->ps = d->ps;
+    cj->rs = cj->pixel_rows ? d->ps : d->chs;
+    cj->cs = cj->pixel_rows ? d->chs : d->ps;
+    cj->ep = (cf_sgemm_epilogue){.accumulate = how.accumulate, .rs_z = cj->rs, .cs_z = cj->cs};
+    if (how.epilogue)
+        cj->ep = (cf_sgemm_epilogue){.accumulate = how.accumulate, .bias = ci->bias,
+                                     .bias_per_col = cj->pixel_rows,
+                                     .z = d->z ? d->z + yo : NULL, .rs_z = cj->rs,
+                                     .cs_z = cj->cs, .act = ci->p->act, .alpha = ci->p->alpha,
+                                     .beta = ci->p->beta};
+    cj->panels = (np + width - 1) / width;
+    cj->x_rows = ci->l->in_place ? job->xg + pix0 * cj->xps : NULL;
+    /* 4 chunks per thread balance the threads.  Each chunk's product reads all the
+     * weights, so chunks only where they are the smaller operand (fewer output channels
+     * than tile pixels). */
+    const size_t chunks_min = ci->threads == 1 ? 1 : 4 * ci->threads;
+    if (!ci->l->in_place && cj->panels >= chunks_min && cj->mg <= np) {
+        /* One parallel pass: each chunk packs its own panels and multiplies them, so
+         * there is a single wake-up of the pool per tile.  When the weights are small
+         * (each chunk's product reads all of them again), packed chunks are also kept to
+         * a quarter of L2, so the product reads panels its packing has just left there: a
+         * whole tile is about two L2s, and conv1 (64 x 147 weights) took 10% longer on
+         * one thread that way. */
+        size_t chunks = chunks_min;
+        if (cj->mg * cj->kdim * sizeof(float) <= cf_cpu_caches()->l2 / 4) {
+            size_t per_chunk = cf_cpu_caches()->l2 / 4 / (cj->kdim * width * sizeof(float));
+            per_chunk = per_chunk < 1 ? 1 : per_chunk;
+            size_t need = (cj->panels + per_chunk - 1) / per_chunk;
+            chunks = need > chunks ? need : chunks;
+        }
+        cj->chunks = cj->panels < chunks ? cj->panels : chunks;
+        cf_parallel_for(ci->pool, cj->chunks, conv_chunk_task, cj);
+    } else {
+        /* X in place, too few panels for equal chunks (a 7x7 output has 2 to 7), or large
+         * weights: pack the panels, then one product split over both of its dimensions
+         * (sgemm.c), so the threads get equal shares and each reads only its part of the
+         * larger operand. */
+        if (!ci->l->in_place)
+            cf_parallel_for(ci->pool, cj->panels, cf_patch_panel, job);
+        conv_gemm(cj, 0, np, job->dst, ci->pool);
+    }
+}
+
+/* The outputs for which tap `tap` reads inside X: o with 0 <= o * stride + tap * dil -
+ * pad < in on every axis, the box [first[a], last[a]] per axis.  False when it is empty
+ * (the tap reads only padding). */
+static bool tap_box(const cf_geom3 *g, const int64_t tap[3], int64_t first[3], int64_t last[3])
+{
+    for (int a = 0; a < 3; a++) {
+        int64_t shift = tap[a] * g->dil[a] - g->pad[a]; /* input = o * stride + shift */
+        first[a] = -cf_floor_div(shift, g->stride[a]);
+        first[a] = first[a] < 0 ? 0 : first[a];
+        last[a] = cf_floor_div(g->in[a] - 1 - shift, g->stride[a]);
+        last[a] = last[a] >= g->out[a] ? g->out[a] - 1 : last[a];
+        if (first[a] > last[a])
+            return false;
+    }
+    return true;
+}
+
+static void tap_coords(const cf_geom3 *g, size_t t, int64_t tap[3])
+{
+    tap[0] = (int64_t)t / (g->k[1] * g->k[2]);
+    tap[1] = (int64_t)t / g->k[2] % g->k[1];
+    tap[2] = (int64_t)t % g->k[2];
+}
+
+/* A tile of per_tap_tile: output rows [r0, r1) (rows counted over the two outer axes) and
+ * columns [x0, x1) of each; either whole rows or a part of one row. */
+typedef struct out_tile {
+    int64_t r0, r1, x0, x1;
+} out_tile;
+
+/* Y's pixels [pix0, pix0 + np): zeros, or the epilogue applied in place (per_tap_tile's
+ * tiles that no tap covers whole need both). */
+static void tile_pass(const conv_image *ci, size_t pix0, size_t np, bool zero)
+{
+    const bool nhwc = ci->p->layout == CONVFIND_LAYOUT_NHWC; /* runs of channels */
+    const size_t mg = ci->cj->mg;
+    const size_t runs = nhwc ? np : mg, len = nhwc ? mg : np;
+    for (size_t r = 0; r < runs; r++) {
+        /* Offset of the run's first element from Y at pixel 0. */
+        size_t o = nhwc ? (pix0 + r) * ci->ps : r * ci->chs + pix0;
+        float *y = ci->y + o;
+        const float *z = ci->z ? ci->z + o : NULL;
+        if (zero)
+            memset(y, 0, len * sizeof(float));
+        else if (nhwc)
+            cf_epilogue_pixel_run(ci->p, y, len, ci->bias, z);
+        else
+            cf_epilogue_channel_run(ci->p, y, len, ci->bias ? ci->bias[r] : 0.0f, z);
+    }
+}
+
+/* Adds the scratch C of a box of `rows` x `cols` pixels (see box_gemm) to Y, whose
+ * pixel (row i, column j) of the box is Y's pixel y0 + i * row_pixels + j. */
+static void add_box(const conv_image *ci, const float *sc, size_t y0, size_t rows, size_t cols,
+                    size_t row_pixels)
+{
+    const bool nhwc = ci->p->layout == CONVFIND_LAYOUT_NHWC;
+    const size_t mg = ci->cj->mg, npix = rows * cols;
+    for (size_t i = 0; i < rows; i++) {
+        if (nhwc) {
+            for (size_t j = 0; j < cols; j++) {
+                float *y = ci->y + (y0 + i * row_pixels + j) * ci->ps;
+                const float *s = sc + (i * cols + j) * mg;
+                for (size_t m = 0; m < mg; m++)
+                    y[m] += s[m];
+            }
+        } else {
+            for (size_t m = 0; m < mg; m++) {
+                float *y = ci->y + m * ci->chs + y0 + i * row_pixels;
+                const float *s = sc + m * npix + i * cols;
+                for (size_t j = 0; j < cols; j++)
+                    y[j] += s[j];
+            }
+        }
+    }
+}
+
+/* Tap `t`'s GEMM over the box of outputs o0 = plane, o1 in [o1a, o1b), o2 in [x0, x1),
+ * every one of which reads inside X for this tap.  Its patches are X read through a 1x1
+ * geometry shifted by the tap and the box's corner, so they hold no padding.  A box of one
+ * row or of whole rows is contiguous in Y and gets the product directly; one of several
+ * rows narrower than Y's goes through a scratch C (only ever adding: a tap that covers
+ * the whole tile, the only kind that stores or carries the epilogue, gives the first
+ * kind). */
+static void box_gemm(const conv_image *ci, const weights_src *wsrc, int64_t group, size_t t,
+                     int64_t plane, int64_t o1a, int64_t o1b, int64_t x0, int64_t x1,
+                     range_ep how)
+{
+    const cf_geom3 g = cf_geom3_of(ci->p);
+    int64_t tap[3];
+    tap_coords(&g, t, tap);
+    const int64_t corner[3] = {plane, o1a, x0};
+    cf_geom3 *bg = &ci->job->g;
+    *bg = g;
+    for (int a = 0; a < 3; a++) {
+        bg->pad[a] = g.pad[a] - tap[a] * g.dil[a] - corner[a] * g.stride[a];
+        bg->k[a] = bg->dil[a] = 1;
+    }
+    bg->out[0] = 1;
+    bg->out[1] = o1b - o1a;
+    bg->out[2] = x1 - x0;
+    const size_t rows = (size_t)(o1b - o1a), cols = (size_t)(x1 - x0), npix = rows * cols;
+    const size_t y0 = (size_t)((plane * g.out[1] + o1a) * g.out[2] + x0);
+    ci->cj->wg = weights_of(wsrc, group, t);
+    if (rows == 1 || cols == (size_t)g.out[2]) {
+        gemm_dest d = {ci->y + y0 * ci->ps, ci->z ? ci->z + y0 * ci->ps : NULL,
+                       (ptrdiff_t)ci->ps, (ptrdiff_t)ci->chs};
+        range_gemm(ci, &d, 0, npix, how);
+        return;
+    }
+    const bool nhwc = ci->p->layout == CONVFIND_LAYOUT_NHWC;
+    gemm_dest d = {ci->scratch, NULL, nhwc ? (ptrdiff_t)ci->cj->mg : 1,
+                   nhwc ? 1 : (ptrdiff_t)npix};
+    range_gemm(ci, &d, 0, npix, (range_ep){false, false});
+    add_box(ci, ci->scratch, y0, rows, cols, (size_t)g.out[2]);
+}
+
+/* Tap `t` over the outputs of tile `ot` it reaches: one box per plane of output rows. */
+static void tap_tile(const conv_image *ci, const weights_src *wsrc, int64_t group, size_t t,
+                     const out_tile *ot, range_ep how)
+{
+    const cf_geom3 g = cf_geom3_of(ci->p);
+    int64_t tap[3], first[3], last[3];
+    tap_coords(&g, t, tap);
+    if (!tap_box(&g, tap, first, last))
+        return;
+    int64_t x0 = ot->x0 > first[2] ? ot->x0 : first[2];
+    int64_t x1 = ot->x1 < last[2] + 1 ? ot->x1 : last[2] + 1;
+    if (x0 >= x1)
+        return;
+    for (int64_t plane = ot->r0 / g.out[1]; plane <= (ot->r1 - 1) / g.out[1]; plane++) {
+        if (plane < first[0] || plane > last[0])
+            continue;
+        int64_t base = plane * g.out[1];
+        int64_t a = base + first[1] > ot->r0 ? base + first[1] : ot->r0;
+        int64_t b = base + last[1] + 1 < ot->r1 ? base + last[1] + 1 : ot->r1;
+        if (a < b)
+            box_gemm(ci, wsrc, group, t, plane, a - base, b - base, x0, x1, how);
+    }
+}
+
+/* Whether tap `t` reads inside X for every output of tile `ot`. */
+static bool tap_covers(const cf_geom3 *g, size_t t, const out_tile *ot)
+{
+    int64_t tap[3], first[3], last[3];
+    tap_coords(g, t, tap);
+    if (!tap_box(g, tap, first, last) || ot->x0 < first[2] || ot->x1 > last[2] + 1)
+        return false;
+    for (int64_t r = ot->r0; r < ot->r1; r++) {
+        int64_t o0 = r / g->out[1], o1 = r % g->out[1];
+        if (o0 < first[0] || o0 > last[0] || o1 < first[1] || o1 > last[1])
+            return false;
+    }
+    return true;
+}
+
+/* One tile, one GEMM per kernel tap over exactly the outputs that tap reads inside X
+ * for: the products with padding, which im2col computes as zeros, are skipped
+ * (DeepLabV3's dilated 3x3 classifiers at rate 18 on 33x33 maps: 59% of them).  A tap
+ * that covers the whole tile stores first (else the tile is zeroed), the others add, and
+ * a second whole one goes last with the epilogue (else the epilogue is a pass of its
+ * own). */
+static void per_tap_tile(const conv_image *ci, const weights_src *wsrc, int64_t group,
+                         const out_tile *ot)
+{
+    const cf_geom3 g = cf_geom3_of(ci->p);
+    const size_t ksp = (size_t)ci->p->k_sp, none = SIZE_MAX;
+    const size_t pix0 = (size_t)(ot->r0 * g.out[2] + ot->x0);
+    const size_t np = (size_t)((ot->r1 - ot->r0 - 1) * g.out[2] + ot->x1 - ot->x0);
+    size_t first = none, last = none;
+    for (size_t t = 0; t < ksp && last == none; t++)
+        if (tap_covers(&g, t, ot)) {
+            if (first == none)
+                first = t;
+            else
+                last = t;
+        }
+    const bool epilogue = ci->bias || ci->z || ci->p->act != CONVFIND_ACT_NONE;
+    if (first == none)
+        tile_pass(ci, pix0, np, true);
+    else
+        tap_tile(ci, wsrc, group, first, ot, (range_ep){false, false});
+    for (size_t t = 0; t < ksp; t++)
+        if (t != first && t != last)
+            tap_tile(ci, wsrc, group, t, ot, (range_ep){true, false});
+    if (last != none)
+        tap_tile(ci, wsrc, group, last, ot, (range_ep){true, epilogue});
+    else if (epilogue)
+        tile_pass(ci, pix0, np, false);
+}
+
+/* The tiles of one image and group, per tap: whole rows, as many as `tile` pixels hold,
+ * or, where one row is longer than that, parts of a row. */
+static void per_tap_image(const conv_image *ci, const weights_src *wsrc, int64_t group,
+                          size_t tile)
+{
+    const cf_geom3 g = cf_geom3_of(ci->p);
+    const int64_t rows = g.out[0] * g.out[1], row = g.out[2];
+    if ((int64_t)tile >= row) {
+        /* Tiles of equal row counts. */
+        int64_t most = (int64_t)tile / row, tiles = (rows + most - 1) / most;
+        int64_t per = (rows + tiles - 1) / tiles;
+        for (int64_t r0 = 0; r0 < rows; r0 += per) {
+            out_tile ot = {r0, r0 + per < rows ? r0 + per : rows, 0, row};
+            per_tap_tile(ci, wsrc, group, &ot);
+        }
+        return;
+    }
+    for (int64_t r = 0; r < rows; r++)
+        for (int64_t x0 = 0; x0 < row; x0 += (int64_t)tile) {
+            out_tile ot = {r, r + 1, x0, x0 + (int64_t)tile < row ? x0 + (int64_t)tile : row};
+            per_tap_tile(ci, wsrc, group, &ot);
+        }
+}
+
+static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a, conv_form form)
 {
     ws_layout l;
-    convfind_status st = check_args(p, a, allow_in_place, &l);
+    convfind_status st = check_args(p, a, form, &l);
     if (st != CONVFIND_OK)
         return st;
     const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
     char *ws = a->workspace;
     /* The workspace is NULL when a 1x1 reads both operands in place. */
-    const weights_src wsrc = weights_for(kern, p, a, ws ? (float *)(ws + l.weights) : NULL);
+    const weights_src wsrc =
+        weights_for(kern, p, l.per_tap, a, ws ? (float *)(ws + l.weights) : NULL);
     float *panels = ws ? (float *)(ws + l.panels) : NULL;
 
     const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC, pixel_rows = pixels_as_rows(p, kern);
     /* The GEMM's kernel: the same packed weights (B), perhaps fewer rows. */
     const cf_sgemm_kernel *gk = pixel_rows ? pixel_rows_kernel(p, kern) : kern;
     const size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
-    const size_t kdim = cg * (size_t)p->k_sp, out_sp = (size_t)p->out_sp;
+    const size_t ksp = (size_t)p->k_sp, kdim = l.per_tap ? cg : cg * ksp;
+    const size_t out_sp = (size_t)p->out_sp;
     const size_t in_sp = (size_t)p->in_sp, M = (size_t)p->m, C = (size_t)p->c;
     const size_t width = pixel_rows ? (size_t)gk->mr : (size_t)gk->nr;
     const size_t tile = (l.tile + width - 1) / width * width;
 
-    cf_patch_job job = {.g = cf_geom3_of(p), .cg = cg, .ksp = (size_t)p->k_sp, .width = width,
-                     .channels_last = nhwc, .dst = panels};
+    cf_patch_job job = {.g = cf_geom3_of(p), .cg = cg, .ksp = l.per_tap ? 1 : ksp,
+                        .width = width, .channels_last = nhwc, .dst = panels};
     job.xc = nhwc ? 1 : (int64_t)in_sp;
     int64_t px = nhwc ? (int64_t)C : 1;
     job.xs[2] = px;
@@ -448,11 +805,11 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
      * channels (pixels_as_rows). */
     const ptrdiff_t ps = nhwc ? (ptrdiff_t)M : 1, chs = nhwc ? 1 : (ptrdiff_t)out_sp;
     conv_chunk_job cj = {.patch = &job, .kern = gk, .pixel_rows = pixel_rows, .mg = mg,
-                         .kdim = kdim, .rs = pixel_rows ? ps : chs, .cs = pixel_rows ? chs : ps,
-                         .ps = ps, .xps = nhwc ? C : 1, .xcs = nhwc ? 1 : in_sp};
-    const size_t threads = (size_t)cf_threadpool_size(a->pool);
-    const float *x = a->x, *b = a->b, *z = a->z;
-    float *y = a->y;
+                         .kdim = kdim, .xps = nhwc ? C : 1, .xcs = nhwc ? 1 : in_sp};
+    conv_image ci = {.cj = &cj, .job = &job, .l = &l, .p = p, .chs = (size_t)chs,
+                     .ps = (size_t)ps, .scratch = l.per_tap ? (float *)(ws + l.scratch) : NULL,
+                     .threads = (size_t)cf_threadpool_size(a->pool), .pool = a->pool};
+    const float *x = a->x;
     for (int64_t n = 0; n < p->n; n++) {
         for (int64_t g = 0; g < p->group; g++) {
             job.xg = x + (size_t)n * C * in_sp + (size_t)g * cg * (size_t)job.xc;
@@ -461,52 +818,20 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a,
                 cf_parallel_for(a->pool, cg, split_task, &sj);
                 job.xg = sj.dst;
             }
-            cj.wg = weights_of_group(&wsrc, g);
+            /* Offset of (image n, first channel of group g, pixel 0) in Y and Z. */
+            size_t yo = (size_t)n * out_sp * M + (size_t)g * mg * (size_t)chs;
+            ci.y = (float *)a->y + yo;
+            ci.z = a->z ? (const float *)a->z + yo : NULL;
+            ci.bias = a->b ? (const float *)a->b + (size_t)g * mg : NULL;
+            if (l.per_tap) {
+                per_tap_image(&ci, &wsrc, g, tile);
+                continue;
+            }
+            cj.wg = weights_of(&wsrc, g, 0);
+            gemm_dest d = {ci.y, ci.z, ps, chs};
             for (size_t t0 = 0; t0 < out_sp; t0 += tile) {
                 size_t np = out_sp - t0 < tile ? out_sp - t0 : tile;
-                job.pix0 = t0;
-                job.npix = np;
-                /* Offset of (image n, first channel of group g, pixel t0) in Y and Z. */
-                size_t yo = (size_t)n * out_sp * M + (size_t)g * mg * (size_t)chs +
-                            t0 * (size_t)ps;
-                cj.y = y + yo;
-                cj.ep = (cf_sgemm_epilogue){.bias = b ? b + (size_t)g * mg : NULL,
-                                            .bias_per_col = pixel_rows, .z = z ? z + yo : NULL,
-                                            .rs_z = cj.rs, .cs_z = cj.cs, .act = p->act,
-                                            .alpha = p->alpha, .beta = p->beta};
-                cj.panels = (np + width - 1) / width;
-                cj.x_rows = l.in_place ? job.xg + t0 * (nhwc ? C : 1) : NULL;
-                /* 4 chunks per thread balance the threads.  Each chunk's product reads
-                 * all the weights, so chunks only where they are the smaller operand
-                 * (fewer output channels than tile pixels). */
-                const size_t chunks_min = threads == 1 ? 1 : 4 * threads;
-                if (!l.in_place && cj.panels >= chunks_min && mg <= np) {
-                    /* One parallel pass: each chunk packs its own panels and multiplies
-                     * them, so there is a single wake-up of the pool per tile.  When the
-                     * weights are small (each chunk's product reads all of them again),
-                     * packed chunks are also kept to a quarter of L2, so the product
-                     * reads panels its packing has just left there: a whole tile is
-                     * about two L2s, and conv1 (64 x 147 weights) took 10% longer on one
-                     * thread that way. */
-                    size_t chunks = chunks_min;
-                    if (mg * kdim * sizeof(float) <= cf_cpu_caches()->l2 / 4) {
-                        size_t per_chunk = cf_cpu_caches()->l2 / 4 /
-                                           (kdim * width * sizeof(float));
-                        per_chunk = per_chunk < 1 ? 1 : per_chunk;
-                        size_t need = (cj.panels + per_chunk - 1) / per_chunk;
-                        chunks = need > chunks ? need : chunks;
-                    }
-                    cj.chunks = cj.panels < chunks ? cj.panels : chunks;
-                    cf_parallel_for(a->pool, cj.chunks, conv_chunk_task, &cj);
-                } else {
-                    /* X in place, too few panels for equal chunks (a 7x7 output has 2
-                     * to 7), or large weights: pack the panels, then one product split
-                     * over both of its dimensions (sgemm.c), so the threads get equal
-                     * shares and each reads only its part of the larger operand. */
-                    if (!l.in_place)
-                        cf_parallel_for(a->pool, cj.panels, cf_patch_panel, &job);
-                    conv_gemm(&cj, 0, np, panels, a->pool);
-                }
+                range_gemm(&ci, &d, t0, np, (range_ep){false, true});
             }
         }
     }
@@ -517,14 +842,21 @@ convfind_status cf_gemm_conv_execute(const cf_problem *p, const void *state,
                                      const cf_exec_args *a)
 {
     (void)state;
-    return conv_execute(p, a, false);
+    return conv_execute(p, a, FORM_PATCHES);
 }
 
 convfind_status cf_gemm_1x1_execute(const cf_problem *p, const void *state,
                                     const cf_exec_args *a)
 {
     (void)state;
-    return conv_execute(p, a, true);
+    return conv_execute(p, a, FORM_IN_PLACE);
+}
+
+convfind_status cf_gemm_taps_execute(const cf_problem *p, const void *state,
+                                     const cf_exec_args *a)
+{
+    (void)state;
+    return conv_execute(p, a, FORM_PER_TAP);
 }
 
 /* ---- ConvTranspose: GEMM, then col2im as a gather ----------------------------------- */
@@ -588,14 +920,14 @@ bool cf_gemm_convt_applicable(const cf_problem *p)
 
 convfind_status cf_gemm_convt_workspace(const cf_problem *p, size_t *bytes)
 {
-    return workspace_of(p, false, bytes);
+    return workspace_of(p, FORM_PATCHES, bytes);
 }
 
 convfind_status cf_gemm_convt_pack_weights(const cf_problem *p, const void *state,
                                            const void *w, void **packed)
 {
     (void)state;
-    return pack_weights(p, w, packed);
+    return pack_weights(p, false, w, packed);
 }
 
 convfind_status cf_gemm_convt_execute(const cf_problem *p, const void *state,
@@ -603,12 +935,12 @@ convfind_status cf_gemm_convt_execute(const cf_problem *p, const void *state,
 {
     (void)state;
     ws_layout l;
-    convfind_status st = check_args(p, a, false, &l);
+    convfind_status st = check_args(p, a, FORM_PATCHES, &l);
     if (st != CONVFIND_OK)
         return st;
     const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
     char *ws = a->workspace;
-    const weights_src wsrc = weights_for(kern, p, a, (float *)(ws + l.weights));
+    const weights_src wsrc = weights_for(kern, p, false, a, (float *)(ws + l.weights));
     float *xpk = (float *)(ws + l.panels), *cols = (float *)(ws + l.cols);
 
     const bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
@@ -632,7 +964,7 @@ convfind_status cf_gemm_convt_execute(const cf_problem *p, const void *state,
             const float *xg = x + (size_t)n * C * in_sp + (size_t)g * cg * (nhwc ? 1 : in_sp);
             ptrdiff_t rs = nhwc ? 1 : (ptrdiff_t)in_sp, cs = nhwc ? (ptrdiff_t)C : 1;
             cf_sgemm_pack_b(kern, cg, in_sp, xg, rs, cs, xpk, a->pool);
-            cf_sgemm_compute(kern, mg * ksp, in_sp, cg, weights_of_group(&wsrc, g),
+            cf_sgemm_compute(kern, mg * ksp, in_sp, cg, weights_of(&wsrc, g, 0),
                              (cf_sgemm_operand){xpk, true, 0, 0}, cols, (ptrdiff_t)in_sp, 1,
                              NULL, a->pool);
             job.m0 = (size_t)g * mg;

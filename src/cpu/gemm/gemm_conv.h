@@ -44,6 +44,15 @@ convfind_status cf_gemm_1x1_workspace(const cf_problem *p, size_t *bytes);
 convfind_status cf_gemm_1x1_execute(const cf_problem *p, const void *state,
                                     const cf_exec_args *a);
 
+/* cpu.tap_gemm: the same Conv as one GEMM per kernel tap, each over the outputs that tap
+ * reads inside X (the taps that fall in the padding are skipped), the weights packed per
+ * tap (blocks of channels x output channels). */
+convfind_status cf_gemm_taps_workspace(const cf_problem *p, size_t *bytes);
+convfind_status cf_gemm_taps_pack_weights(const cf_problem *p, const void *state,
+                                          const void *w, void **packed);
+convfind_status cf_gemm_taps_execute(const cf_problem *p, const void *state,
+                                     const cf_exec_args *a);
+
 /* ConvTranspose (any attributes, negative pads and output_padding included), f32. */
 bool cf_gemm_convt_applicable(const cf_problem *p);
 convfind_status cf_gemm_convt_workspace(const cf_problem *p, size_t *bytes);
