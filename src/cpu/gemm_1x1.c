@@ -6,8 +6,10 @@
  * Stride 1: the GEMM reads X in place, as its B operand in NCHW and as its A operand in
  * NHWC (and in NCHW with pixels as rows), so nothing is packed per execution but the
  * (reusable) weights; this matters most when the output has few channels and each X
- * element is used by few rows.  A strided 1x1 gathers its pixels into packed panels
- * instead, never forming a subsampled copy of X.
+ * element is used by few rows.  The exception: as B, NCHW rows whose length is not a
+ * multiple of 16 floats (33x33, 35x35, 17x17 maps) split the microkernel's vector loads
+ * across cache lines, so with 128 output channels or more X is copied into panels.  A
+ * strided 1x1 gathers its pixels into packed panels, never forming a subsampled copy of X.
  */
 #include "algo/algo.h"
 #include "cpu/gemm/gemm_conv.h"

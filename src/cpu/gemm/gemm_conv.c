@@ -232,6 +232,8 @@ typedef struct ws_layout {
     size_t bytes;
     size_t tile;    /* Conv: output pixels per tile, before rounding to the panel width */
     bool in_place;  /* Conv: the GEMM reads X itself as B or A (no patch panels) */
+    bool pack_x;    /* in_place, but X is copied into panels where it would be B: see
+                     * layout_of */
     bool per_tap;   /* Conv: one GEMM per kernel tap (cpu.tap_gemm) */
     bool split;     /* Conv: patches read X's phase-split form (split_x) */
     bool overflow;
@@ -291,13 +293,24 @@ static ws_layout layout_of(const cf_problem *p, conv_form form)
 {
     ws_layout l = {0};
     l.in_place = form == FORM_IN_PLACE && patches_are_x(p);
+    /* NCHW rows of X whose length is not a multiple of 16 floats start at every offset
+     * within a cache line, so as the GEMM's B (pixels as columns) nearly every vector
+     * load of the microkernel spans two lines.  With 128 output channels or more,
+     * copying X into panels costs less than that (each copied float then serves 128
+     * FMAs or more): DeepLabV3's 1x1 layers on 33x33 and 65x65 maps 0.78-0.96x the time
+     * (layer3.0.conv1 4.91 -> 3.92 ms, 2 threads); with fewer the copy costs more
+     * (its 21-channel classifier 0.069 -> 0.084 ms, Inception-v3's 35x35 c192 k32
+     * 0.059 -> 0.079).  Room for the panels is kept either way: execute() still reads X
+     * in place where it is A (pixels as rows). */
+    l.pack_x = l.in_place && p->layout == CONVFIND_LAYOUT_NCHW && p->in_sp % 16 != 0 &&
+               cf_cout_per_group(p) >= 128;
     l.per_tap = form == FORM_PER_TAP;
     cf_ws ws = {0};
     /* Room to pack the weights only where they cannot be read in place (weights_for). */
     size_t wf = operand_floats_max(p, l.per_tap, NULL, &l.overflow);
     l.weights = cf_ws_take(&ws, cf_ws_mul(&ws, wf, (size_t)p->group), sizeof(float));
     size_t cg = (size_t)cf_cin_per_group(p);
-    if (l.in_place) {
+    if (l.in_place && !l.pack_x) {
         l.tile = (size_t)p->out_sp;
     } else if (p->op == CONVFIND_OP_CONV) {
         /* Per tap, a tile's panels hold one tap's rows at a time. */
@@ -471,6 +484,7 @@ typedef struct conv_image {
     const float *bias;        /* the group's bias, or NULL */
     size_t chs, ps;           /* Y strides from one channel and one pixel to the next */
     float *scratch;           /* per tap: C of a box narrower than the rows */
+    bool x_in_place;          /* the GEMM reads X itself (no patch panels) */
     size_t threads;
     cf_threadpool *pool;
 } conv_image;
@@ -513,12 +527,12 @@ static void range_gemm(const conv_image *ci, const gemm_dest *d, size_t pix0, si
                                      .cs_z = cj->cs, .act = ci->p->act, .alpha = ci->p->alpha,
                                      .beta = ci->p->beta};
     cj->panels = (np + width - 1) / width;
-    cj->x_rows = ci->l->in_place ? job->xg + pix0 * cj->xps : NULL;
+    cj->x_rows = ci->x_in_place ? job->xg + pix0 * cj->xps : NULL;
     /* 4 chunks per thread balance the threads.  Each chunk's product reads all the
      * weights, so chunks only where they are the smaller operand (fewer output channels
      * than tile pixels). */
     const size_t chunks_min = ci->threads == 1 ? 1 : 4 * ci->threads;
-    if (!ci->l->in_place && cj->panels >= chunks_min && cj->mg <= np) {
+    if (!ci->x_in_place && cj->panels >= chunks_min && cj->mg <= np) {
         /* One parallel pass: each chunk packs its own panels and multiplies them, so
          * there is a single wake-up of the pool per tile.  When the weights are small
          * (each chunk's product reads all of them again), packed chunks are also kept to
@@ -539,7 +553,7 @@ static void range_gemm(const conv_image *ci, const gemm_dest *d, size_t pix0, si
          * weights: pack the panels, then one product split over both of its dimensions
          * (sgemm.c), so the threads get equal shares and each reads only its part of the
          * larger operand. */
-        if (!ci->l->in_place)
+        if (!ci->x_in_place)
             cf_parallel_for(ci->pool, cj->panels, cf_patch_panel, job);
         conv_gemm(cj, 0, np, job->dst, ci->pool);
     }
@@ -781,7 +795,8 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a, 
     const size_t out_sp = (size_t)p->out_sp;
     const size_t in_sp = (size_t)p->in_sp, M = (size_t)p->m, C = (size_t)p->c;
     const size_t width = pixel_rows ? (size_t)gk->mr : (size_t)gk->nr;
-    const size_t tile = (l.tile + width - 1) / width * width;
+    const bool x_in_place = l.in_place && (!l.pack_x || pixel_rows);
+    const size_t tile = x_in_place ? out_sp : (l.tile + width - 1) / width * width;
 
     cf_patch_job job = {.g = cf_geom3_of(p), .cg = cg, .ksp = l.per_tap ? 1 : ksp,
                         .width = width, .channels_last = nhwc, .dst = panels};
@@ -807,7 +822,8 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a, 
     conv_chunk_job cj = {.patch = &job, .kern = gk, .pixel_rows = pixel_rows, .mg = mg,
                          .kdim = kdim, .xps = nhwc ? C : 1, .xcs = nhwc ? 1 : in_sp};
     conv_image ci = {.cj = &cj, .job = &job, .l = &l, .p = p, .chs = (size_t)chs,
-                     .ps = (size_t)ps, .scratch = l.per_tap ? (float *)(ws + l.scratch) : NULL,
+                     .ps = (size_t)ps, .x_in_place = x_in_place,
+                     .scratch = l.per_tap ? (float *)(ws + l.scratch) : NULL,
                      .threads = (size_t)cf_threadpool_size(a->pool), .pool = a->pool};
     const float *x = a->x;
     for (int64_t n = 0; n < p->n; n++) {

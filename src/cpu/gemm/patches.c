@@ -37,6 +37,17 @@ void cf_patch_split_x(const float *x, size_t rows, size_t in2, size_t stride, fl
     }
 }
 
+/* Whether output pixel i reads X's pixel i (a 1x1 kernel at stride 1, no padding, the
+ * same extent), so pixels run through X as through the output. */
+static bool covers_x(const cf_geom3 *g)
+{
+    for (int a = 0; a < 3; a++)
+        if (g->k[a] != 1 || g->pad[a] != 0 || g->in[a] != g->out[a] ||
+            (g->stride[a] != 1 && g->out[a] > 1))
+            return false;
+    return true;
+}
+
 /* Writes panel `panel` of the tile: rows kk = c * ksp + tap, `width` pixels each.
  * Per tap and row segment, the output columns that read inside X form one interval
  * (computed, not tested per element): zeros before and after it, a strided copy (a
@@ -62,6 +73,15 @@ void cf_patch_panel(void *arg, size_t panel)
     if (np < width)
         for (size_t kk = 0; kk < kdim; kk++)
             memset(dst + kk * width + np, 0, (width - np) * sizeof(float));
+
+    /* A 1x1 kernel at stride 1 without padding in NCHW (gemm_1x1 copying X into panels,
+     * tap_gemm's centre tap): the panel's pixels are consecutive in each channel of X,
+     * one copy per channel whatever rows they lie on. */
+    if (!j->channels_last && j->phase_len == 0 && j->ksp == 1 && covers_x(g)) {
+        for (size_t c = 0; c < j->cg; c++)
+            memcpy(dst + c * width, j->xg + (int64_t)c * j->xc + first, np * sizeof(float));
+        return;
+    }
 
     /* X step between adjacent output columns.  At a stride of the row's length or more
      * no two columns read X (and the product might not fit). */
