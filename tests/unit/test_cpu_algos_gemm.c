@@ -68,24 +68,27 @@ static float *abs_of(const float *v, size_t count)
     return a;
 }
 
-/* GEN_CONVT_D1: ConvTranspose with dilation 1 (cpu.convtranspose_subpixel's domain). */
-typedef enum gen_kind { GEN_1X1, GEN_CONV, GEN_CONVT, GEN_CONVT_D1 } gen_kind;
+/* GEN_CONVT_D1: ConvTranspose with dilation 1 (cpu.convtranspose_subpixel's domain);
+ * GEN_CONV_WIDE: Conv with 16 to 24 input channels per group (cpu.tap_gemm's domain). */
+typedef enum gen_kind { GEN_1X1, GEN_CONV, GEN_CONVT, GEN_CONVT_D1, GEN_CONV_WIDE } gen_kind;
 
 /* Fills a random description of the kind; returns NULL when problem validation rejects
  * it (the generators aim to stay valid; run_family checks that nearly all are). */
 static convfind_problem *random_problem(gen_kind kind, convfind_conv_desc *d)
 {
     convfind_conv_desc_init(d);
-    bool dil1 = kind == GEN_CONVT_D1;
+    bool dil1 = kind == GEN_CONVT_D1, wide = kind == GEN_CONV_WIDE;
     if (dil1)
         kind = GEN_CONVT;
+    if (wide)
+        kind = GEN_CONV;
     int nsp = (int)rnd_in(1, 10);
     nsp = nsp <= 6 ? 2 : nsp <= 9 ? 1 : 3;
     d->op = kind == GEN_CONVT ? CONVFIND_OP_CONV_TRANSPOSE : CONVFIND_OP_CONV;
     d->layout = rnd() % 2 ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
     d->x_rank = d->w_rank = nsp + 2;
     int64_t g = rnd() % 4 == 0 ? rnd_in(2, 3) : 1;
-    int64_t cg = rnd_in(1, 13), mg = rnd() % 3 == 0 ? rnd_in(17, 45) : rnd_in(1, 12);
+    int64_t cg = wide ? rnd_in(16, 24) : rnd_in(1, 13), mg = rnd() % 3 == 0 ? rnd_in(17, 45) : rnd_in(1, 12);
     d->group = g;
     d->x_dims[0] = rnd_in(1, 2);
     d->x_dims[1] = cg * g;
@@ -325,11 +328,12 @@ static void test_im2col_gemm(void **state)
     run_family("cpu.im2col_gemm", GEN_CONV);
 }
 
-/* cpu.tap_gemm on the generated problems it takes (those with much padding). */
+/* cpu.tap_gemm on the generated problems it takes (those with much padding), of 16 to 24
+ * input channels per group. */
 static void test_tap_gemm(void **state)
 {
     (void)state;
-    run_family_of("cpu.tap_gemm", GEN_CONV, true);
+    run_family_of("cpu.tap_gemm", GEN_CONV_WIDE, true);
 }
 
 /* cpu.tap_gemm where its tile logic has cases the small generated problems do not reach:
@@ -349,7 +353,7 @@ static void test_tap_gemm_tiles(void **state)
     /* rank, c, m, input (each axis), kernel, dilation, pad (both sides, each axis) */
     static const int64_t shapes[][7] = {
         {3, 12000, 20, 300, 3, 40, 40},
-        {4, 3, 5, 6, 2, 5, 3},
+        {4, 16, 5, 6, 2, 5, 3},
         {4, 64, 24, 7, 3, 1, 1},
     };
     for (int level = 0; level <= (int)cf_isa_machine(); level++) {
