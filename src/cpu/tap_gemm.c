@@ -10,7 +10,7 @@
  * to its last, so whole rows are skipped but the padding inside a row is still computed.
  * Each tap's GEMM has K = input channels, so its patch panels are a strided copy of X and
  * a tile of pixels fits the caches with far more pixels than im2col's (K = channels x taps).
- * For the same reason it takes only groups of 16 input channels or more.
+ * For the same reason it takes only groups of 8 input channels or more.
  */
 #include "algo/algo.h"
 #include "cpu/gemm/gemm_conv.h"
@@ -39,13 +39,13 @@ static bool pads_worth_skipping(const cf_problem *p)
     return valid <= 15.0 / 16.0;
 }
 
-/* At least 16 input channels per group: each tap's GEMM has K = those channels, and one
+/* At least 8 input channels per group: each tap's GEMM has K = those channels, and one
  * GEMM per group, tap and tile cost depthwise layers (one channel per group) far more than
  * they skip; Find timing it on them doubled MobileNetV2's Find (0.46 -> 0.90 s at N=1) and
  * made EfficientNet-B0's 3.6x (0.60 -> 2.19 s) without winning a layer. */
 static bool tap_gemm_applicable(const cf_problem *p)
 {
-    return cf_gemm_conv_applicable(p) && p->k_sp > 1 && cf_cin_per_group(p) >= 16 &&
+    return cf_gemm_conv_applicable(p) && p->k_sp > 1 && cf_cin_per_group(p) >= 8 &&
            pads_worth_skipping(p);
 }
 
