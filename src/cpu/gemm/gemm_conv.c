@@ -285,8 +285,8 @@ static size_t conv_tile(const cf_problem *p, size_t kdim)
     return (out_sp + tiles - 1) / tiles;
 }
 
-/* How a Conv's GEMM runs: `allow_in_place`, it reads X in place when patches_are_x
- * (cpu.gemm_1x1); `per_tap`, one GEMM per kernel tap (cpu.tap_gemm). */
+/* How a Conv's GEMM runs: on patch panels (cpu.im2col_gemm); reading X in place when
+ * patches_are_x (cpu.gemm_1x1); one GEMM per kernel tap (cpu.tap_gemm). */
 typedef enum conv_form { FORM_PATCHES, FORM_IN_PLACE, FORM_PER_TAP } conv_form;
 
 static ws_layout layout_of(const cf_problem *p, conv_form form)
@@ -477,7 +477,6 @@ convfind_status cf_gemm_taps_pack_weights(const cf_problem *p, const void *state
 typedef struct conv_image {
     conv_chunk_job *cj;
     cf_patch_job *job;
-    const ws_layout *l;
     const cf_problem *p;
     float *y;                 /* Y at (image, first channel of the group, pixel 0) */
     const float *z;           /* Z at the same place, or NULL */
@@ -821,7 +820,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a, 
     const ptrdiff_t ps = nhwc ? (ptrdiff_t)M : 1, chs = nhwc ? 1 : (ptrdiff_t)out_sp;
     conv_chunk_job cj = {.patch = &job, .kern = gk, .pixel_rows = pixel_rows, .mg = mg,
                          .kdim = kdim, .xps = nhwc ? C : 1, .xcs = nhwc ? 1 : in_sp};
-    conv_image ci = {.cj = &cj, .job = &job, .l = &l, .p = p, .chs = (size_t)chs,
+    conv_image ci = {.cj = &cj, .job = &job, .p = p, .chs = (size_t)chs,
                      .ps = (size_t)ps, .x_in_place = x_in_place,
                      .scratch = l.per_tap ? (float *)(ws + l.scratch) : NULL,
                      .threads = (size_t)cf_threadpool_size(a->pool), .pool = a->pool};
