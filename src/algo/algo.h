@@ -59,6 +59,10 @@ typedef struct cf_algo {
     convfind_status (*pack_weights)(const cf_problem *p, const void *state, const void *w,
                                     void **packed);
     void (*free_packed)(void *packed);
+    /* With pack_weights: where the bulk of `packed` lies, as its start (*start) and
+     * length in bytes (the return value).  CPU Find evicts it from the caches before each
+     * timed run of a plan with constant weights (cpu/find.c says why). */
+    size_t (*packed_extent)(const cf_problem *p, const void *packed, const void **start);
     convfind_status (*execute)(const cf_problem *p, const void *state, const cf_exec_args *a);
 
     /* Optional, for an algorithm whose concrete forms depend on the problem and the

@@ -40,6 +40,7 @@
 typedef struct packed_header {
     uint32_t magic;
     cf_isa isa;
+    size_t bytes; /* of the whole blob, this header included */
 } packed_header;
 
 /* One phase: per geom3 axis its tap count, first grid index u and grid length. */
@@ -216,7 +217,7 @@ static convfind_status subpixel_pack_weights(const cf_problem *p, const void *st
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of packed weights",
                        ws.bytes);
     }
-    *(packed_header *)blob = (packed_header){PACKED_MAGIC, kern->isa};
+    *(packed_header *)blob = (packed_header){PACKED_MAGIC, kern->isa, ws.bytes};
     pack_all(p, kern, w, dense, (float *)(blob + PACKED_HEADER));
     free(dense);
     *packed = blob;
@@ -226,6 +227,13 @@ static convfind_status subpixel_pack_weights(const cf_problem *p, const void *st
 static void subpixel_free_packed(void *packed)
 {
     free(packed);
+}
+
+static size_t subpixel_packed_extent(const cf_problem *p, const void *packed, const void **start)
+{
+    (void)p;
+    *start = packed;
+    return ((const packed_header *)packed)->bytes;
 }
 
 /* Writes one output channel of one phase: the phase's GEMM result (or zero when the
@@ -355,5 +363,6 @@ const cf_algo cf_algo_cpu_convtranspose_subpixel = {
     .workspace = subpixel_workspace,
     .pack_weights = subpixel_pack_weights,
     .free_packed = subpixel_free_packed,
+    .packed_extent = subpixel_packed_extent,
     .execute = subpixel_execute,
 };

@@ -190,6 +190,7 @@ static void dw_pack(const cf_problem *p, const float *w, int64_t vl, float *dst)
 typedef struct dw_packed {
     int vl;
     float *w;
+    size_t bytes; /* of w */
 } dw_packed;
 
 static convfind_status dw_pack_weights(const cf_problem *p, const void *state, const void *w,
@@ -210,6 +211,7 @@ static convfind_status dw_pack_weights(const cf_problem *p, const void *state, c
     dw_pack(p, w, vl, data);
     pk->vl = vl;
     pk->w = data;
+    pk->bytes = floats * sizeof(float);
     *packed = pk;
     return CONVFIND_OK;
 }
@@ -220,6 +222,14 @@ static void dw_free_packed(void *packed)
     if (pk)
         free(pk->w);
     free(pk);
+}
+
+static size_t dw_packed_extent(const cf_problem *p, const void *packed, const void **start)
+{
+    (void)p;
+    const dw_packed *pk = packed;
+    *start = pk->w;
+    return pk->bytes;
 }
 
 typedef struct dw_blocked_run {
@@ -307,6 +317,8 @@ const cf_algo cf_algo_cpu_depthwise = {
     .release = NULL,
     .pack_weights = dw_pack_weights,
     .free_packed = dw_free_packed,
+    .packed_extent = dw_packed_extent,
+
     .execute = dw_execute,
 };
 

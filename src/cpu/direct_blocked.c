@@ -166,6 +166,7 @@ static convfind_status dbk_workspace(const cf_problem *p, size_t *bytes)
 typedef struct dbk_packed {
     int vl;
     float *w;
+    size_t bytes; /* of w */
 } dbk_packed;
 
 typedef struct dbk_pack_job {
@@ -220,6 +221,7 @@ static convfind_status dbk_pack_weights(const cf_problem *p, const void *state, 
     }
     pk->vl = g.vl;
     pk->w = data;
+    pk->bytes = floats * sizeof(float);
     dbk_pack(&g, w, data, NULL);
     *packed = pk;
     return CONVFIND_OK;
@@ -231,6 +233,14 @@ static void dbk_free_packed(void *packed)
     if (pk)
         free(pk->w);
     free(pk);
+}
+
+static size_t dbk_packed_extent(const cf_problem *p, const void *packed, const void **start)
+{
+    (void)p;
+    const dbk_packed *pk = packed;
+    *start = pk->w;
+    return pk->bytes;
 }
 
 /* ---- input conversion ------------------------------------------------------------- */
@@ -529,5 +539,6 @@ const cf_algo cf_algo_cpu_direct_blocked = {
     .release = NULL,
     .pack_weights = dbk_pack_weights,
     .free_packed = dbk_free_packed,
+    .packed_extent = dbk_packed_extent,
     .execute = dbk_execute,
 };

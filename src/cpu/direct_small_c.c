@@ -225,6 +225,12 @@ static convfind_status dsc_pack_weights(const cf_problem *p, const void *state, 
 
 static void dsc_free_packed(void *packed) { free(packed); }
 
+static size_t dsc_packed_extent(const cf_problem *p, const void *packed, const void **start)
+{
+    *start = packed;
+    return p->w_elems * sizeof(float);
+}
+
 /* ---- execution -------------------------------------------------------------------- */
 
 typedef struct dsc_job {
@@ -568,5 +574,6 @@ const cf_algo cf_algo_cpu_direct_small_c = {
     .release = NULL,
     .pack_weights = dsc_pack_weights,
     .free_packed = dsc_free_packed,
+    .packed_extent = dsc_packed_extent,
     .execute = dsc_execute,
 };

@@ -31,5 +31,6 @@ const cf_algo cf_algo_cpu_gemm_1x1 = {
     .workspace = cf_gemm_1x1_workspace,
     .pack_weights = cf_gemm_conv_pack_weights,
     .free_packed = cf_gemm_free_packed,
+    .packed_extent = cf_gemm_packed_extent,
     .execute = cf_gemm_1x1_execute,
 };

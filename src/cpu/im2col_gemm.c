@@ -14,5 +14,6 @@ const cf_algo cf_algo_cpu_im2col_gemm = {
     .workspace = cf_gemm_conv_workspace,
     .pack_weights = cf_gemm_conv_pack_weights,
     .free_packed = cf_gemm_free_packed,
+    .packed_extent = cf_gemm_packed_extent,
     .execute = cf_gemm_conv_execute,
 };

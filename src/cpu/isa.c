@@ -23,6 +23,7 @@ static cf_isa machine_level = CF_ISA_PORTABLE;
 static atomic_int settled_level = -1;
 static cf_cache_sizes caches = {32 * 1024, 512 * 1024, 2 * 1024 * 1024};
 static char cpu_name[96] = "unknown cpu";
+static bool clflushopt;
 
 /* -1: no cf_isa_force() in effect. */
 static atomic_int forced_level = -1;
@@ -59,6 +60,9 @@ static void detect(void)
         else if (cpuinfo_has_x86_avx2() && cpuinfo_has_x86_fma3())
             machine_level = CF_ISA_AVX2_FMA;
         detect_caches();
+#if CPUINFO_ARCH_X86 || CPUINFO_ARCH_X86_64
+        clflushopt = cpuinfo_isa.clflushopt;
+#endif
         const struct cpuinfo_package *pkg = cpuinfo_get_package(0);
         if (pkg != NULL && pkg->name[0] != '\0')
             snprintf(cpu_name, sizeof cpu_name, "%s", pkg->name);
@@ -68,6 +72,12 @@ static void detect(void)
 static void ensure_detected(void)
 {
     pthread_once(&detect_once, detect);
+}
+
+bool cf_cpu_has_clflushopt(void)
+{
+    ensure_detected();
+    return clflushopt;
 }
 
 cf_isa cf_isa_machine(void)

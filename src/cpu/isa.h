@@ -27,6 +27,7 @@
 #ifndef CONVFIND_CPU_ISA_H
 #define CONVFIND_CPU_ISA_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "algo/isa.h"
@@ -67,6 +68,9 @@ typedef struct cf_cache_sizes {
 } cf_cache_sizes;
 
 const cf_cache_sizes *cf_cpu_caches(void);
+
+/* Whether the CPU has x86's clflushopt (cpu/evict.c).  False elsewhere. */
+bool cf_cpu_has_clflushopt(void);
 
 /* A short description of the CPU (vendor and model as libcpuinfo names the package),
  * for the backend fingerprint; "unknown cpu" when detection fails.  Static storage. */

@@ -56,5 +56,6 @@ const cf_algo cf_algo_cpu_tap_gemm = {
     .workspace = cf_gemm_taps_workspace,
     .pack_weights = cf_gemm_taps_pack_weights,
     .free_packed = cf_gemm_free_packed,
+    .packed_extent = cf_gemm_packed_extent,
     .execute = cf_gemm_taps_execute,
 };

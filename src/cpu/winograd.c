@@ -122,6 +122,7 @@ static convfind_status wg_workspace(const cf_problem *p, size_t *bytes, int mt)
 typedef struct wg_packed {
     int vl;
     float *u;
+    size_t bytes; /* of u */
 } wg_packed;
 
 #define WG_VL_MAX 16 /* the widest vector length of any ISA level */
@@ -182,6 +183,7 @@ static convfind_status wg_pack_weights(const cf_problem *p, const void *w, void 
     wg_pack(p, &j, w, u, ws.u_pos);
     pk->vl = j.vl;
     pk->u = u;
+    pk->bytes = floats * sizeof(float);
     *packed = pk;
     return CONVFIND_OK;
 }
@@ -192,6 +194,14 @@ static void wg_free_packed(void *packed)
     if (pk)
         free(pk->u);
     free(pk);
+}
+
+static size_t wg_packed_extent(const cf_problem *p, const void *packed, const void **start)
+{
+    (void)p;
+    const wg_packed *pk = packed;
+    *start = pk->u;
+    return pk->bytes;
 }
 
 /* ---- execution -------------------------------------------------------------------- */
@@ -383,6 +393,7 @@ static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, in
         .workspace = wg##MT##_workspace,                                                   \
         .pack_weights = wg##MT##_pack,                                                     \
         .free_packed = wg_free_packed,                                                     \
+        .packed_extent = wg_packed_extent,                                                 \
         .execute = wg##MT##_execute,                                                       \
     };
 

@@ -166,12 +166,13 @@ const cf_algo tu_algo_plain = {.name = "test.plain", .family = "gemm", .applicab
 const cf_algo tu_algo_wrong = {.name = "test.wrong", .family = "direct", .applicable = any_f32,
                                .execute = exec_wrong};
 
-atomic_int tu_packs, tu_frees, tu_runs_packed, tu_runs_unpacked;
+atomic_int tu_packs, tu_frees, tu_extents, tu_runs_packed, tu_runs_unpacked;
 
 void tu_counts_reset(void)
 {
     atomic_store(&tu_packs, 0);
     atomic_store(&tu_frees, 0);
+    atomic_store(&tu_extents, 0);
     atomic_store(&tu_runs_packed, 0);
     atomic_store(&tu_runs_unpacked, 0);
 }
@@ -195,6 +196,13 @@ void tu_free_copy(void *packed)
     atomic_fetch_add(&tu_frees, 1);
 }
 
+size_t tu_packed_extent(const cf_problem *p, const void *packed, const void **start)
+{
+    *start = packed;
+    atomic_fetch_add(&tu_extents, 1);
+    return p->w_elems * sizeof(float);
+}
+
 convfind_status tu_run_counted(const cf_problem *p, const cf_exec_args *a)
 {
     if (a->packed_w && memcmp(a->packed_w, a->w, p->w_elems * sizeof(float)) != 0)
@@ -213,4 +221,4 @@ static convfind_status exec_packs(const cf_problem *p, const void *state, const 
 
 const cf_algo tu_algo_packs = {.name = "test.packs", .family = "direct", .applicable = any_f32,
                                .execute = exec_packs, .pack_weights = tu_pack_copy,
-                               .free_packed = tu_free_copy};
+                               .free_packed = tu_free_copy, .packed_extent = tu_packed_extent};

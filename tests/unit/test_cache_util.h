@@ -49,15 +49,16 @@ int tu_matches(const tu_data *d);
 extern const cf_algo tu_algo_ws, tu_algo_plain, tu_algo_wrong;
 
 /* Packing, counted: tu_pack_copy packs W as a copy of it (tu_packs), tu_free_copy frees a
- * pack (tu_frees); tu_run_counted computes the reference's result, counting the run by
+ * pack (tu_frees), tu_packed_extent gives a pack's extent (tu_extents); tu_run_counted computes the reference's result, counting the run by
  * whether it got packed weights (tu_runs_packed, tu_runs_unpacked), and fails when the
  * packed weights are not a copy of the W it got (a pack made for other weights).
  * tu_algo_packs ("test.packs", family "direct") is the algorithm made of them;
  * tu_counts_reset zeroes the counters. */
-extern atomic_int tu_packs, tu_frees, tu_runs_packed, tu_runs_unpacked;
+extern atomic_int tu_packs, tu_frees, tu_extents, tu_runs_packed, tu_runs_unpacked;
 convfind_status tu_pack_copy(const cf_problem *p, const void *state, const void *w,
                              void **packed);
 void tu_free_copy(void *packed);
+size_t tu_packed_extent(const cf_problem *p, const void *packed, const void **start);
 convfind_status tu_run_counted(const cf_problem *p, const cf_exec_args *a);
 void tu_counts_reset(void);
 extern const cf_algo tu_algo_packs;

@@ -30,6 +30,7 @@ typedef struct packed_header {
     cf_isa isa;          /* the kernel (MR, NR) the data was packed for */
     bool per_tap;        /* one operand per kernel tap (cpu.tap_gemm), else one in all */
     size_t group_floats; /* floats of one group's packed operand */
+    size_t bytes;        /* of the whole blob, this header included */
 } packed_header;
 
 /* The kernel of a GEMM whose rows are a Conv's output pixels: `kern`, or, when 8 does
@@ -174,7 +175,7 @@ static convfind_status pack_weights(const cf_problem *p, bool per_tap, const voi
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %zu bytes of packed weights",
                        ws.bytes);
     packed_header *h = (packed_header *)blob;
-    *h = (packed_header){PACKED_MAGIC, kern->isa, per_tap, gf};
+    *h = (packed_header){PACKED_MAGIC, kern->isa, per_tap, gf, ws.bytes};
     pack_groups(kern, p, per_tap, w, (float *)(blob + PACKED_HEADER), gf, NULL);
     *packed = blob;
     return CONVFIND_OK;
@@ -183,6 +184,13 @@ static convfind_status pack_weights(const cf_problem *p, bool per_tap, const voi
 void cf_gemm_free_packed(void *packed)
 {
     free(packed);
+}
+
+size_t cf_gemm_packed_extent(const cf_problem *p, const void *packed, const void **start)
+{
+    (void)p;
+    *start = packed;
+    return ((const packed_header *)packed)->bytes;
 }
 
 /* The weights of one execution as the GEMM operand of group 0 (its first block), and

@@ -61,7 +61,9 @@ convfind_status cf_gemm_convt_pack_weights(const cf_problem *p, const void *stat
 convfind_status cf_gemm_convt_execute(const cf_problem *p, const void *state,
                                       const cf_exec_args *a);
 
-/* Frees what either pack_weights returned (NULL allowed). */
+/* Frees what either pack_weights returned (NULL allowed); its extent (algo.h) is the
+ * whole allocation. */
 void cf_gemm_free_packed(void *packed);
+size_t cf_gemm_packed_extent(const cf_problem *p, const void *packed, const void **start);
 
 #endif /* CONVFIND_CPU_GEMM_CONV_H */
