@@ -279,10 +279,10 @@ static bool check(cf_find_bench *bn, cf_find_ready *rd, int *runs, double *ms)
 /* In a network a layer's weights are read once per pass, and the other layers' weights
  * and activations (ResNet-50: about 100 MB) have pushed them out of the caches by then;
  * a layer run again and again, as Find runs it, has them in cache.  Timed that way Find
- * chose cpu.winograd_f4x3 for ResNet-50's 3x3 layers on 14x14 at N=1 (0.74 ms), whose
- * 9.4 MB of transformed weights took it to 2.85 ms once evicted, where
- * cpu.direct_blocked's 2.4 MB took it from 0.90 ms to 1.67.  Evicting costs Find a
- * little (clflushopt: 0.5 ms for those 9.4 MB), and each run is timed alone. */
+ * chose cpu.winograd_f4x3 for ResNet-50's 3x3 layers on 14x14 at N=1 (0.56 ms), whose
+ * 9.4 MB of transformed weights take 0.87 ms from memory, against 0.82 for f2x3's 4.2 MB
+ * (docs/find.md).  Evicting costs Find a little (clflushopt: 0.5 ms for those 9.4 MB),
+ * and each run is timed alone. */
 static convfind_status sample(cf_find_bench *bn, cf_find_ready *rd, int batch, double *ms)
 {
     convfind_status st = CONVFIND_OK;
