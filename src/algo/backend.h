@@ -37,7 +37,7 @@
  * cf_algo, cf_exec_args, cf_candidate_stats, cf_fingerprint, cf_backend_config).  A
  * module is used only when it was built against the same interface and the same library
  * version. */
-#define CF_BACKEND_ABI 5
+#define CF_BACKEND_ABI 6
 
 /* A backend's own per-context state; each backend defines what it holds. */
 typedef struct cf_backend_state cf_backend_state;
