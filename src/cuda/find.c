@@ -50,6 +50,7 @@ struct cf_find_bench {
     int previous_device;     /* cf_cuda_enter()'s, given back when the bench goes */
     cudaStream_t stream;
     cudaEvent_t e0, e1;
+    volatile int *hold;      /* mapped host memory: cf_cuda_hold()'s flag (sample()) */
     void *x, *w, *b, *z, *y;
     /* Validation compares the checked images of Y (algo/find_images.h) with
      * cuda.direct's, kept as floats in ref, one after the other; every value of Y is
@@ -139,6 +140,8 @@ static void bench_destroy(cf_find_bench *bn)
         cudaEventDestroy(bn->e0);
     if (bn->e1)
         cudaEventDestroy(bn->e1);
+    if (bn->hold)
+        cudaFreeHost((void *)bn->hold);
     if (bn->stream)
         cudaStreamDestroy(bn->stream);
     cf_cuda_leave(bn->previous_device);
@@ -184,6 +187,8 @@ static convfind_status bench_fill(cf_find_bench *bn)
         err = cudaEventCreate(&bn->e0);
     if (!err)
         err = cudaEventCreate(&bn->e1);
+    if (!err)
+        err = cudaHostAlloc((void **)&bn->hold, sizeof *bn->hold, cudaHostAllocMapped);
     const struct {
         void **ptr;
         size_t bytes;
@@ -305,15 +310,27 @@ static bool check(cf_find_bench *bn, cf_find_ready *r, int *runs, double *ms)
            (!r->packed || checked_run(bn, r, r->packed, ms));
 }
 
-/* One sample: `batch` runs between two events; milliseconds per run. */
+/* One sample: `batch` runs between two events; milliseconds per run.  The runs are
+ * queued behind cf_cuda_hold(), released once they all are, so that the events time the
+ * device's work alone, back to back, as a CUDA graph replays it or as a host that runs
+ * ahead of the device sees it.  Queued as they were issued, runs of about 10 us that
+ * take the host as long to issue (a cuDNN execution and a separate epilogue kernel) were
+ * timed at the host's pace: Find then ranked MobileNetV2's 1x1 projections at N=32 in
+ * fp16 and bf16 by what their launches cost and chose configurations 1.3-1.5x slower
+ * than PyTorch's under graph replay (docs/cuda.md).  The hold gives up after
+ * CF_CUDA_HOLD_NS, so a run that waits for the device while it is held only costs that
+ * sample its precision. */
 static convfind_status sample(cf_find_bench *bn, cf_find_ready *r, int batch, double *ms)
 {
     convfind_status st = CONVFIND_OK;
+    *bn->hold = 0; /* the last sample's hold has ended: its stream was synchronized */
+    int held = cf_cuda_hold(bn->hold, CF_CUDA_HOLD_NS, bn->stream);
     cudaEventRecord(bn->e0, bn->stream);
     for (int i = 0; i < batch && st == CONVFIND_OK; i++)
         st = run(bn, r->a, r->state, r->packed);
     cudaEventRecord(bn->e1, bn->stream);
-    int err = cudaEventSynchronize(bn->e1);
+    __atomic_store_n(bn->hold, 1, __ATOMIC_RELEASE);
+    int err = held ? held : (int)cudaEventSynchronize(bn->e1);
     float elapsed = 0;
     if (!err)
         err = cudaEventElapsedTime(&elapsed, bn->e0, bn->e1);

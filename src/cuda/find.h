@@ -21,9 +21,11 @@
  *     are constant), validated on the device by normwise relative error on the checked
  *     images (f32 strict 1e-4, split configurations CF_CUDNN_SPLIT_TOL, TF32 5e-3,
  *     f16/bf16 1e-2) and a NaN count over all of Y;
- *   - samples timed with CUDA events, each a batch of back-to-back runs long enough
- *     (CF_CUDA_SAMPLE_MS) to hide launch overhead: CF_CUDA_SCREEN_SAMPLES per candidate,
- *     then a final round of at most CF_CUDA_FINAL_ROUNDS turns among the close ones;
+ *   - samples timed with CUDA events, each a batch of runs (CF_CUDA_SAMPLE_MS long)
+ *     queued behind a held kernel and released at once, so that the device runs them
+ *     back to back, as from a CUDA graph, whatever issuing them costs the host:
+ *     CF_CUDA_SCREEN_SAMPLES per candidate, then a final round of at most
+ *     CF_CUDA_FINAL_ROUNDS turns among the close ones;
  *   - knob refinement: up to CF_CUDA_REFINE_MAX neighbours of the fastest cuDNN
  *     configuration per round;
  *   - a sticky CUDA error (a kernel's illegal or misaligned address) ends the Find: the
@@ -34,7 +36,8 @@
 
 #include "algo/backend.h"
 
-#define CF_CUDA_SAMPLE_MS 0.25
+#define CF_CUDA_SAMPLE_MS 0.1
+#define CF_CUDA_HOLD_NS 20000000ull /* 20 ms: cf_cuda_hold()'s timeout in sample() */
 #define CF_CUDA_SCREEN_SAMPLES 3
 #define CF_CUDA_FINAL_ROUNDS 7
 #define CF_CUDA_REFINE_MAX 4

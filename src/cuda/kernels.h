@@ -65,6 +65,13 @@ int cf_cuda_epilogue(const cf_problem *p, const void *b, const void *z, void *y,
 int cf_cuda_direct_conv(const cf_problem *p, const void *x, const void *w, const void *b,
                         const void *z, void *y, void *stream);
 
+/* Holds `stream` until the host sets *flag to nonzero or timeout_ns have passed on the
+ * device's clock, whichever comes first: what the host queues meanwhile then runs back
+ * to back, as from a CUDA graph (Find's samples, cuda/find.c).  `flag` is host memory
+ * mapped into the device (cudaHostAllocMapped).  The timeout keeps a host call that waits
+ * for the device (a cudaFree, a module load) from waiting forever. */
+int cf_cuda_hold(const volatile int *flag, uint64_t timeout_ns, void *stream);
+
 /* `count` values of `dtype` in (-1, 1), never 0, a fixed function of (seed, index). */
 int cf_cuda_fill(void *dst, convfind_dtype dtype, size_t count, uint64_t seed, void *stream);
 
