@@ -5,10 +5,10 @@
 
 #include <stdint.h>
 
-#include "cpu/isa.h"
-
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+
+#include "cpu/isa.h"
 
 #define LINE 64
 
