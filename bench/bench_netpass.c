@@ -26,6 +26,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "bench_tensor.h"
 #include "convfind.h"
 #include "layers.h"
 
@@ -36,13 +37,12 @@ static double now_ms(void)
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
 }
 
+/* n floats of the benchmark's test values (bench_tensor.h); NULL when out of memory. */
 static float *filled(size_t n, unsigned seed)
 {
-    float *v = malloc((n ? n : 1) * sizeof *v);
-    for (size_t i = 0; v && i < n; i++) {
-        seed = seed * 1664525u + 1013904223u;
-        v[i] = (float)((seed >> 8) & 0xffff) / 32768.0f - 1.0f;
-    }
+    float *v = bench_tensor_alloc(n);
+    if (v)
+        bench_tensor_fill(v, n, &seed);
     return v;
 }
 
