@@ -27,18 +27,14 @@ tile_6xh(const int halves, const bool full, size_t k, const float *a, size_t a_r
          const float *b, size_t ldb, float *c, size_t ldc, const __m256i mask[2],
          const cf_sgemm_tile_ep *ep)
 {
-    /* Named accumulators, not an array: GCC keeps arrays of vectors in memory inside
-     * the loop when only part of them is used (the one-vector variant). */
+    /* Named accumulators, not an array, and the epilogue applied to them in place: an
+     * array of vectors (or a loop over one) made GCC keep the tile on the stack, so
+     * every epilogue part was a load, an add and a store per vector.  Each part is one
+     * branch over all rows. */
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define BOTH(r, OP)                                                                          {                                                                                            c##r##_0 = OP(c##r##_0, r, 0);                                                           if (halves == 2)                                                                             c##r##_1 = OP(c##r##_1, r, 1);                                                   }
 #define DECL(r) __m256 c##r##_0 = _mm256_setzero_ps(), c##r##_1 = _mm256_setzero_ps();
-#define STEP(r)                                                                          \
-    {                                                                                    \
-        __m256 av = _mm256_broadcast_ss(a + r * a_rs);                                   \
-        c##r##_0 = _mm256_fmadd_ps(av, b0, c##r##_0);                                    \
-        if (halves == 2)                                                                 \
-            c##r##_1 = _mm256_fmadd_ps(av, b1, c##r##_1);                                \
-    }
-#define SAVE(r) acc[r][0] = c##r##_0, acc[r][1] = c##r##_1;
+#define STEP(r)                                                                              {                                                                                            __m256 av = _mm256_broadcast_ss(a + r * a_rs);                                           c##r##_0 = _mm256_fmadd_ps(av, b0, c##r##_0);                                            if (halves == 2)                                                                             c##r##_1 = _mm256_fmadd_ps(av, b1, c##r##_1);                                    }
     ROWS(DECL)
     for (size_t kk = 0; kk < k; kk++) {
         __m256 b0 = LOAD(b + 0, 0);
@@ -47,46 +43,58 @@ tile_6xh(const int halves, const bool full, size_t k, const float *a, size_t a_r
         a += a_ks;
         b += ldb;
     }
-    __m256 acc[MR][2];
-    ROWS(SAVE)
-#undef ROWS
-#undef DECL
-#undef STEP
-#undef SAVE
-    if (ep->accumulate)
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm256_add_ps(acc[r][h], LOAD(c + (size_t)r * ldc + 8 * h, h));
-    if (ep->bias_row)
-        for (int r = 0; r < MR; r++) {
-            __m256 bias = _mm256_set1_ps(ep->bias_row[r]);
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm256_add_ps(acc[r][h], bias);
-        }
-    if (ep->bias_col)
-        for (int h = 0; h < halves; h++) {
-            __m256 bias = LOAD(ep->bias_col + 8 * h, h);
-            for (int r = 0; r < MR; r++)
-                acc[r][h] = _mm256_add_ps(acc[r][h], bias);
-        }
-    if (ep->z)
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm256_add_ps(acc[r][h], LOAD(ep->z + (size_t)r * ep->ldz + 8 * h, h));
+#define ADD_C(v, r, h) _mm256_add_ps(v, LOAD(c + (size_t)r * ldc + 8 * h, h))
+#define ADD_ROW(v, r, h) _mm256_add_ps(v, brow##r)
+#define ADD_COL(v, r, h) _mm256_add_ps(v, bcol##h)
+#define ADD_Z(v, r, h) _mm256_add_ps(v, LOAD(ep->z + (size_t)r * ep->ldz + 8 * h, h))
+#define RELU(v, r, h) _mm256_max_ps(v, zero)
+#define CLIP(v, r, h) _mm256_min_ps(hi, _mm256_max_ps(lo, v))
+#define DO_ADD_C(r) BOTH(r, ADD_C)
+#define DO_ADD_ROW(r)                                                                        {                                                                                            const __m256 brow##r = _mm256_broadcast_ss(ep->bias_row + r);                            BOTH(r, ADD_ROW)                                                                     }
+#define DO_ADD_COL(r) BOTH(r, ADD_COL)
+#define DO_ADD_Z(r) BOTH(r, ADD_Z)
+#define DO_RELU(r) BOTH(r, RELU)
+#define DO_CLIP(r) BOTH(r, CLIP)
+#define DO_STORE(r)                                                                          {                                                                                            STORE(c + (size_t)r * ldc, 0, c##r##_0);                                                 if (halves == 2)                                                                             STORE(c + (size_t)r * ldc + 8, 1, c##r##_1);                                     }
+    if (ep->accumulate) {
+        ROWS(DO_ADD_C)
+    }
+    if (ep->bias_row) {
+        ROWS(DO_ADD_ROW)
+    }
+    if (ep->bias_col) {
+        const __m256 bcol0 = LOAD(ep->bias_col, 0);
+        const __m256 bcol1 = halves == 2 ? LOAD(ep->bias_col + 8, 1) : bcol0;
+        ROWS(DO_ADD_COL)
+    }
+    if (ep->z) {
+        ROWS(DO_ADD_Z)
+    }
     if (ep->clamp == CF_SGEMM_CLAMP_RELU) {
         const __m256 zero = _mm256_setzero_ps();
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm256_max_ps(acc[r][h], zero);
+        ROWS(DO_RELU)
     } else if (ep->clamp == CF_SGEMM_CLAMP_CLIP) {
         const __m256 lo = _mm256_set1_ps(ep->lo), hi = _mm256_set1_ps(ep->hi);
-        for (int r = 0; r < MR; r++)
-            for (int h = 0; h < halves; h++)
-                acc[r][h] = _mm256_min_ps(hi, _mm256_max_ps(lo, acc[r][h]));
+        ROWS(DO_CLIP)
     }
-    for (int r = 0; r < MR; r++)
-        for (int h = 0; h < halves; h++)
-            STORE(c + (size_t)r * ldc + 8 * h, h, acc[r][h]);
+    ROWS(DO_STORE)
+#undef ROWS
+#undef BOTH
+#undef DECL
+#undef STEP
+#undef ADD_C
+#undef ADD_ROW
+#undef ADD_COL
+#undef ADD_Z
+#undef RELU
+#undef CLIP
+#undef DO_ADD_C
+#undef DO_ADD_ROW
+#undef DO_ADD_COL
+#undef DO_ADD_Z
+#undef DO_RELU
+#undef DO_CLIP
+#undef DO_STORE
 }
 #undef LOAD
 #undef STORE
