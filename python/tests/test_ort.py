@@ -52,6 +52,20 @@ def test_rewritten_models_match_onnx_runtime(name, shapes, ctx):
         close(session.run(None, {"input": x})[0], plain(model, x))
 
 
+def test_runs_after_runs_keep_their_results(ctx):
+    # Segments write the values that stay inside them into arrays they keep between
+    # calls: a later run must neither read a stale one nor overwrite what an earlier run
+    # returned.
+    model = models.MODELS["unet_small"]()
+    session = cfort.InferenceSession(model, context=ctx)
+    rng = np.random.default_rng(5)
+    xs = [rng.standard_normal((1, 3, 32, 32)).astype(np.float32) for _ in range(3)]
+    ys = [session.run(None, {"input": x})[0] for x in xs]
+    for x, y in zip(xs, ys):
+        close(y, plain(model, x))
+    close(session.run(None, {"input": xs[0]})[0], ys[0])
+
+
 def test_a_segment_with_several_inputs_and_outputs(ctx):
     # Convolutions A(a), B(b), C(A) in a row make one segment of inputs a, b and outputs
     # A (read later by MaxPool), B and C (graph outputs); A's value also leaves it.
