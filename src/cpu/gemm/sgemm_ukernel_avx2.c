@@ -32,9 +32,20 @@ tile_6xh(const int halves, const bool full, size_t k, const float *a, size_t a_r
      * every epilogue part was a load, an add and a store per vector.  Each part is one
      * branch over all rows. */
 #define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
-#define BOTH(r, OP)                                                                          {                                                                                            c##r##_0 = OP(c##r##_0, r, 0);                                                           if (halves == 2)                                                                             c##r##_1 = OP(c##r##_1, r, 1);                                                   }
+#define BOTH(r, OP)                                                                      \
+    {                                                                                    \
+        c##r##_0 = OP(c##r##_0, r, 0);                                                   \
+        if (halves == 2)                                                                 \
+            c##r##_1 = OP(c##r##_1, r, 1);                                               \
+    }
 #define DECL(r) __m256 c##r##_0 = _mm256_setzero_ps(), c##r##_1 = _mm256_setzero_ps();
-#define STEP(r)                                                                              {                                                                                            __m256 av = _mm256_broadcast_ss(a + r * a_rs);                                           c##r##_0 = _mm256_fmadd_ps(av, b0, c##r##_0);                                            if (halves == 2)                                                                             c##r##_1 = _mm256_fmadd_ps(av, b1, c##r##_1);                                    }
+#define STEP(r)                                                                          \
+    {                                                                                    \
+        __m256 av = _mm256_broadcast_ss(a + r * a_rs);                                   \
+        c##r##_0 = _mm256_fmadd_ps(av, b0, c##r##_0);                                    \
+        if (halves == 2)                                                                 \
+            c##r##_1 = _mm256_fmadd_ps(av, b1, c##r##_1);                                \
+    }
     ROWS(DECL)
     for (size_t kk = 0; kk < k; kk++) {
         __m256 b0 = LOAD(b + 0, 0);
@@ -50,12 +61,21 @@ tile_6xh(const int halves, const bool full, size_t k, const float *a, size_t a_r
 #define RELU(v, r, h) _mm256_max_ps(v, zero)
 #define CLIP(v, r, h) _mm256_min_ps(hi, _mm256_max_ps(lo, v))
 #define DO_ADD_C(r) BOTH(r, ADD_C)
-#define DO_ADD_ROW(r)                                                                        {                                                                                            const __m256 brow##r = _mm256_broadcast_ss(ep->bias_row + r);                            BOTH(r, ADD_ROW)                                                                     }
+#define DO_ADD_ROW(r)                                                                    \
+    {                                                                                    \
+        const __m256 brow##r = _mm256_broadcast_ss(ep->bias_row + r);                    \
+        BOTH(r, ADD_ROW)                                                                 \
+    }
 #define DO_ADD_COL(r) BOTH(r, ADD_COL)
 #define DO_ADD_Z(r) BOTH(r, ADD_Z)
 #define DO_RELU(r) BOTH(r, RELU)
 #define DO_CLIP(r) BOTH(r, CLIP)
-#define DO_STORE(r)                                                                          {                                                                                            STORE(c + (size_t)r * ldc, 0, c##r##_0);                                                 if (halves == 2)                                                                             STORE(c + (size_t)r * ldc + 8, 1, c##r##_1);                                     }
+#define DO_STORE(r)                                                                      \
+    {                                                                                    \
+        STORE(c + (size_t)r * ldc, 0, c##r##_0);                                         \
+        if (halves == 2)                                                                 \
+            STORE(c + (size_t)r * ldc + 8, 1, c##r##_1);                                 \
+    }
     if (ep->accumulate) {
         ROWS(DO_ADD_C)
     }
