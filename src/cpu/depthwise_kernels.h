@@ -34,71 +34,113 @@ static void dw_tap_range(int64_t o, int64_t s, int64_t pad, int64_t d, int64_t k
     *hi = dw_max(dw_min(h, k), *lo);
 }
 
-/* np pixels from output column ow of one row, channels [c0, c0 + cnt), taps of W in
- * [kw_lo, kw_hi) valid for all of them (D and H ranges given). */
+/* np pixels from output column ow of one row, for the channel vectors from c_lo up to
+ * c_hi (full vectors, or one partial vector of cnt channels when !full), taps of W in
+ * [kw_lo, kw_hi) valid for all of them (D and H ranges given).  The channel loop is
+ * inside, so the row addressing is paid once per run of pixels rather than per channel
+ * vector: a call per (run, channel vector) did 72 FMAs for 3x3 and spent more than
+ * that on its set-up (a 144-channel 56x56 layer took 3x the NCHW kernel's time). */
 DW_INLINE void dw_nhwc_pixels(const cf_dw_job *j, int64_t n, int64_t od, int64_t oh, int64_t ow,
-                              int64_t c0, int cnt, const int64_t kr[6], const int np,
-                              const bool full, const int KW)
+                              int64_t c_lo, int64_t c_hi, int cnt, const int64_t kr[6],
+                              const int np, const bool full, const int KW)
 {
     /* KW: 3 for interior runs of 3-wide, dilation-1 kernels (taps 0..2, unrolled), or 0
      * for the taps kr[4]..kr[5] of the problem. */
     const int64_t kw_lo = KW ? 0 : kr[4], kw_hi = KW ? KW : kr[5];
     const cf_problem *p = j->p;
     const cf_geom3 *s = &j->s;
-    cf_vf acc[DW_RUN];
+    const int64_t xc = j->xc, xq_step = s->stride[2] * xc;
+    const int64_t kw_step = (KW ? 1 : s->dil[2]) * xc;
+    /* X at the run's first tap of the first (kd, kh) row; further rows are steps away. */
+    const int64_t id0 = od * s->stride[0] - s->pad[0] + kr[0] * s->dil[0];
+    const int64_t ih0 = oh * s->stride[1] - s->pad[1] + kr[2] * s->dil[1];
+    const float *x_run = j->x + ((n * s->in[0] + id0) * s->in[1] + ih0) * s->in[2] * xc +
+                         (ow * s->stride[2] - s->pad[2] + kw_lo * (KW ? 1 : s->dil[2])) * xc;
+    const int64_t h_step = s->dil[1] * s->in[2] * xc, d_step = s->dil[0] * s->in[1] * s->in[2] * xc;
+    const float *w_run = j->w + ((kr[0] * s->k[1] + kr[2]) * s->k[2] + kw_lo) * CF_VL;
+    const int64_t wh_step = s->k[2] * CF_VL, wd_step = s->k[1] * s->k[2] * CF_VL;
+    const int64_t m = p->m; /* hoisted: GCC reloaded it after every store */
+    float *const y_run = j->y + (((n * s->out[0] + od) * s->out[1] + oh) * s->out[2] + ow) * m;
+    for (int64_t c0 = c_lo; c0 < c_hi; c0 += CF_VL) {
+        cf_vf acc[DW_RUN];
 #pragma GCC unroll 8
-    for (int q = 0; q < np; q++)
-        acc[q] = cf_vzero();
-    for (int64_t kd = kr[0]; kd < kr[1]; kd++) {
-        int64_t id = od * s->stride[0] - s->pad[0] + kd * s->dil[0];
-        for (int64_t kh = kr[2]; kh < kr[3]; kh++) {
-            int64_t ih = oh * s->stride[1] - s->pad[1] + kh * s->dil[1];
-            const float *xrow =
-                j->x + ((n * s->in[0] + id) * s->in[1] + ih) * s->in[2] * j->xc + c0;
-            const float *wt = j->w + c0 * j->ntaps + (kd * s->k[1] + kh) * s->k[2] * CF_VL;
+        for (int q = 0; q < np; q++)
+            acc[q] = cf_vzero();
+        const float *xd = x_run + c0, *wd = w_run + c0 * j->ntaps;
+        for (int64_t kd = kr[0]; kd < kr[1]; kd++, xd += d_step, wd += wd_step) {
+            const float *xh = xd, *wh = wd;
+            for (int64_t kh = kr[2]; kh < kr[3]; kh++, xh += h_step, wh += wh_step) {
 #pragma GCC unroll 3
-            for (int64_t kw = kw_lo; kw < kw_hi; kw++) {
-                cf_vf wv = cf_vload(wt + kw * CF_VL); /* zeros past M */
-                const float *xp =
-                    xrow + (ow * s->stride[2] - s->pad[2] + kw * (KW ? 1 : s->dil[2])) * j->xc;
+                for (int64_t kw = 0; kw < kw_hi - kw_lo; kw++) {
+                    cf_vf wv = cf_vload(wh + kw * CF_VL); /* zeros past M */
+                    const float *xp = xh + kw * kw_step, *xp4 = xp + 4 * xq_step;
 #pragma GCC unroll 8
-                for (int q = 0; q < np; q++) {
-                    const float *xq = xp + q * s->stride[2] * j->xc;
-                    acc[q] = cf_vfma(full ? cf_vload(xq) : cf_vload_n(xq, cnt), wv, acc[q]);
+                    for (int q = 0; q < np; q++) {
+                        const float *xq = q < 4 ? xp + q * xq_step : xp4 + (q - 4) * xq_step;
+                        acc[q] = cf_vfma(full ? cf_vload(xq) : cf_vload_n(xq, cnt), wv, acc[q]);
+                    }
                 }
             }
         }
-    }
-    cf_vf bias = j->b ? (full ? cf_vload(j->b + c0) : cf_vload_n(j->b + c0, cnt)) : cf_vzero();
-    int64_t pix = ((n * s->out[0] + od) * s->out[1] + oh) * s->out[2] + ow;
+        cf_vf bias = j->b ? (full ? cf_vload(j->b + c0) : cf_vload_n(j->b + c0, cnt))
+                          : cf_vzero();
+        float *yq = y_run + c0;
 #pragma GCC unroll 8
-    for (int q = 0; q < np; q++) {
-        int64_t off = (pix + q) * p->m + c0;
-        cf_vf v = cf_vadd(acc[q], bias);
-        if (j->z)
-            v = cf_vadd(v, full ? cf_vload(j->z + off) : cf_vload_n(j->z + off, cnt));
-        v = cf_vactivate(v, p->act, p->alpha, p->beta);
-        if (full)
-            cf_vstore(j->y + off, v);
-        else
-            cf_vstore_n(j->y + off, v, cnt);
+        for (int q = 0; q < np; q++, yq += m) {
+            cf_vf v = cf_vadd(acc[q], bias);
+            if (full)
+                cf_vstore(yq, v);
+            else
+                cf_vstore_n(yq, v, cnt);
+        }
     }
+}
+
+/* Residual and activation on `count` contiguous outputs from `off` (a run of pixels, all
+ * their channels), still in L1: one flat loop with the activation's switch outside it,
+ * rather than both in the FMA kernel's epilogue, where they made GCC spill its
+ * accumulators and addresses. */
+static void dw_nhwc_finish(const cf_dw_job *j, int64_t off, int64_t count)
+{
+    const cf_problem *p = j->p;
+    float *y = j->y + off;
+    const float *z = j->z ? j->z + off : NULL;
+    const int64_t whole = count / CF_VL * CF_VL;
+    const int tail = (int)(count - whole);
+#define DW_FINISH(a)                                                                       \
+    for (int64_t i = 0; i < whole; i += CF_VL) {                                           \
+        cf_vf v = cf_vload(y + i);                                                         \
+        if (z)                                                                             \
+            v = cf_vadd(v, cf_vload(z + i));                                               \
+        cf_vstore(y + i, cf_vactivate(v, a, p->alpha, p->beta));                           \
+    }                                                                                      \
+    if (tail) {                                                                            \
+        cf_vf v = cf_vload_n(y + whole, tail);                                             \
+        if (z)                                                                             \
+            v = cf_vadd(v, cf_vload_n(z + whole, tail));                                   \
+        cf_vstore_n(y + whole, cf_vactivate(v, a, p->alpha, p->beta), tail);              \
+    }
+    switch (p->act) {
+        CF_VACT_CASES(DW_FINISH, break)
+    default:
+        DW_FINISH(p->act)
+        break;
+    }
+#undef DW_FINISH
 }
 
 #define DW_NP_CASE(np)                                                                     \
     case np:                                                                               \
-        if (full)                                                                          \
-            dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, np, true, 0);                    \
-        else                                                                               \
-            dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, np, false, 0);                   \
+        dw_nhwc_pixels(j, n, od, oh, ow, c_lo, c_hi, cnt, kr, np, full, 0);                \
         break;
 
-static void dw_nhwc_dispatch(const cf_dw_job *j, int64_t n, int64_t od, int64_t oh, int64_t ow,
-                             int64_t c0, int cnt, const int64_t kr[6], int np, bool k3_run)
+/* Channels [c_lo, c_hi): whole vectors when `full`, else one vector of cnt channels. */
+DW_INLINE void dw_nhwc_run(const cf_dw_job *j, int64_t n, int64_t od, int64_t oh, int64_t ow,
+                           int64_t c_lo, int64_t c_hi, int cnt, const int64_t kr[6], int np,
+                           bool k3_run, const bool full)
 {
-    bool full = cnt == CF_VL;
-    if (k3_run && full && np == DW_RUN) { /* the bulk of 3x3 layers */
-        dw_nhwc_pixels(j, n, od, oh, ow, c0, cnt, kr, DW_RUN, true, 3);
+    if (k3_run && np == DW_RUN) { /* the bulk of 3x3 layers */
+        dw_nhwc_pixels(j, n, od, oh, ow, c_lo, c_hi, cnt, kr, DW_RUN, full, 3);
         return;
     }
     switch (np) {
@@ -127,23 +169,29 @@ static void dw_nhwc_row(const cf_dw_job *j, size_t row)
     if (ow_hi < ow_lo)
         ow_hi = ow_lo;
     bool k3 = s->k[2] == 3 && s->dil[2] == 1;
-    for (int64_t c0 = 0; c0 < p->m; c0 += CF_VL) {
-        int cnt = (int)dw_min(CF_VL, p->m - c0);
-        for (int64_t ow = 0; ow < s->out[2];) {
-            int np;
-            bool interior = ow >= ow_lo && ow < ow_hi;
-            if (interior) {
-                np = (int)dw_min(DW_RUN, ow_hi - ow);
-                kr[4] = 0;
-                kr[5] = s->k[2];
-            } else {
-                np = 1;
-                dw_tap_range(ow, s->stride[2], s->pad[2], s->dil[2], s->k[2], s->in[2], &kr[4],
-                             &kr[5]);
-            }
-            dw_nhwc_dispatch(j, n, od, oh, ow, c0, cnt, kr, np, interior && k3);
-            ow += np;
+    /* Whole channel vectors, then the partial one. */
+    const int64_t m_full = p->m / CF_VL * CF_VL;
+    const int tail = (int)(p->m - m_full);
+    for (int64_t ow = 0; ow < s->out[2];) {
+        int np;
+        bool interior = ow >= ow_lo && ow < ow_hi;
+        if (interior) {
+            np = (int)dw_min(DW_RUN, ow_hi - ow);
+            kr[4] = 0;
+            kr[5] = s->k[2];
+        } else {
+            np = 1;
+            dw_tap_range(ow, s->stride[2], s->pad[2], s->dil[2], s->k[2], s->in[2], &kr[4],
+                         &kr[5]);
         }
+        if (m_full > 0)
+            dw_nhwc_run(j, n, od, oh, ow, 0, m_full, CF_VL, kr, np, interior && k3, true);
+        if (tail > 0)
+            dw_nhwc_run(j, n, od, oh, ow, m_full, p->m, tail, kr, np, interior && k3, false);
+        if (j->z || p->act != CONVFIND_ACT_NONE)
+            dw_nhwc_finish(j, ((n * s->out[0] + od) * s->out[1] + oh) * s->out[2] * p->m + ow * p->m,
+                           np * p->m);
+        ow += np;
     }
 }
 
