@@ -188,9 +188,29 @@ static inline cf_vf cf_vload_n(const float *p, int n)
 {
     return _mm256_maskload_ps(p, cf_vmask_n(n));
 }
+/* In plain stores of 4, 2 and 1 floats: AMD's vmaskmovps store is microcoded and costs
+ * several times this (NHWC tiles of 5 or 6 channels store a partial vector per pixel). */
 static inline void cf_vstore_n(float *p, cf_vf v, int n)
 {
-    _mm256_maskstore_ps(p, cf_vmask_n(n), v);
+    if (n >= CF_VL) {
+        _mm256_storeu_ps(p, v);
+        return;
+    }
+    __m128 part = _mm256_castps256_ps128(v);
+    if (n >= 4) {
+        _mm_storeu_ps(p, part);
+        part = _mm256_extractf128_ps(v, 1);
+        p += 4;
+        n -= 4;
+    }
+    if (n >= 2) {
+        _mm_storel_pi((__m64 *)p, part);
+        part = _mm_movehl_ps(part, part);
+        p += 2;
+        n -= 2;
+    }
+    if (n)
+        _mm_store_ss(p, part);
 }
 /* shuffle_ps takes two lanes of each source per 128-bit half; permute4x64 puts the
  * halves' pairs in order. */

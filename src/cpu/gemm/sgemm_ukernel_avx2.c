@@ -5,13 +5,17 @@
  *
  * Why 6 x 16: with 16 ymm registers, 12 accumulators + 2 B vectors + 1 broadcast is the
  * largest block that fits, and 12 independent FMA chains cover two FMA pipes.  Only a
- * partial last column panel is read and written through lane masks (vmaskmov): on AMD
- * a masked store costs several times a plain one, and the epilogue's twelve of them
- * were measured at 1.2-1.35x oneDNN's AVX2 time on MobileNetV2's short-K 1x1 layers.
- * With at most 8 columns left only one vector per row is computed.
+ * partial last column panel is read through lane masks (vmaskmov), and it is written in
+ * plain stores of 4, 2 and 1 floats (cf_vstore_n): on AMD a masked store costs several
+ * times a plain one, and the epilogue's twelve of them on every tile were measured at
+ * 1.2-1.35x oneDNN's AVX2 time on MobileNetV2's short-K 1x1 layers.  With at most 8
+ * columns left only one vector per row is computed.
  */
 #include <immintrin.h>
 #include <stdbool.h>
+
+#define CF_SIMD_AVX2
+#include "cpu/simd.h"
 
 #include "cpu/gemm/sgemm_kernels.h"
 
@@ -20,11 +24,12 @@
 
 /* Loads and stores of one vector of a row: plain for a full tile, masked otherwise. */
 #define LOAD(p, h) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps((p), mask[h]))
-#define STORE(p, h, v) (full ? _mm256_storeu_ps((p), (v)) : _mm256_maskstore_ps((p), mask[h], (v)))
+#define STORE(p, h, v)                                                                   \
+    (full ? _mm256_storeu_ps((p), (v)) : cf_vstore_n((p), (v), (int)ncols - 8 * (h)))
 
 static inline __attribute__((always_inline)) void
 tile_6xh(const int halves, const bool full, size_t k, const float *a, size_t a_rs, size_t a_ks,
-         const float *b, size_t ldb, float *c, size_t ldc, const __m256i mask[2],
+         const float *b, size_t ldb, float *c, size_t ldc, size_t ncols, const __m256i mask[2],
          const cf_sgemm_tile_ep *ep)
 {
     /* Named accumulators, not an array, and the epilogue applied to them in place: an
@@ -131,17 +136,17 @@ static void ukernel_6x16(size_t k, const float *a, size_t a_rs, size_t a_ks, con
      * broadcasts use immediate offsets. */
     if (a_rs == 1 && a_ks == MR) {
         if (ncols == NR)
-            tile_6xh(2, true, k, a, 1, MR, b, ldb, c, ldc, mask, ep);
+            tile_6xh(2, true, k, a, 1, MR, b, ldb, c, ldc, ncols, mask, ep);
         else if (ncols > 8)
-            tile_6xh(2, false, k, a, 1, MR, b, ldb, c, ldc, mask, ep);
+            tile_6xh(2, false, k, a, 1, MR, b, ldb, c, ldc, ncols, mask, ep);
         else
-            tile_6xh(1, false, k, a, 1, MR, b, ldb, c, ldc, mask, ep);
+            tile_6xh(1, false, k, a, 1, MR, b, ldb, c, ldc, ncols, mask, ep);
     } else if (ncols == NR) {
-        tile_6xh(2, true, k, a, a_rs, a_ks, b, ldb, c, ldc, mask, ep);
+        tile_6xh(2, true, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
     } else if (ncols > 8) {
-        tile_6xh(2, false, k, a, a_rs, a_ks, b, ldb, c, ldc, mask, ep);
+        tile_6xh(2, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
     } else {
-        tile_6xh(1, false, k, a, a_rs, a_ks, b, ldb, c, ldc, mask, ep);
+        tile_6xh(1, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
     }
 }
 
