@@ -349,8 +349,14 @@ static void dsc_stage(float *dst, ptrdiff_t dst_row, int64_t rows, const float *
         const float *x = src + r * src_row;
         float *d0 = dst + b;
         if (period > 2) {
-            for (int64_t iw = 0; iw < w; iw++)
-                d0[iw % sw * wq + iw / sw] = x[iw * step];
+            /* Phase by phase: no division per float (a % and a / for each made staging
+             * a third of an NHWC stem's time). */
+            for (int64_t ph = 0; ph < sw && ph < w; ph++) {
+                float *d = d0 + ph * wq;
+                const float *xs = x + ph * step;
+                for (int64_t q = 0, n = (w - ph + sw - 1) / sw; q < n; q++)
+                    d[q] = xs[q * period];
+            }
             continue;
         }
         for (int64_t j = 0; j < nb; j++) {
