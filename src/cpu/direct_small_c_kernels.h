@@ -70,6 +70,35 @@ static void dsc_store_flat(const cf_dsc_store *s, const float *buf, int nm, int 
     }
 }
 
+/* NHWC: channels are innermost, so VL channels x VL pixels are transposed in registers
+ * and each pixel's channels are stored as one run; `act` is a constant at each call
+ * (dsc_store's switch), not a jump per pixel. */
+DSC_INLINE void dsc_store_nhwc(const cf_dsc_store *s, const float *buf, int nm, int npv,
+                               const convfind_activation act)
+{
+    const cf_problem *p = s->p;
+    for (int i0 = 0; i0 < nm; i0 += CF_VL) {
+        int cnt = nm - i0 < CF_VL ? nm - i0 : CF_VL;
+        for (int v = 0; v < npv; v++) {
+            int npx = s->npx - v * CF_VL < CF_VL ? s->npx - v * CF_VL : CF_VL;
+            cf_vf r[CF_VL];
+            for (int q = 0; q < CF_VL; q++)
+                r[q] = q < cnt ? cf_vload(buf + ((i0 + q) * npv + v) * CF_VL) : cf_vzero();
+            cf_vtranspose(r);
+            for (int l = 0; l < npx; l++) {
+                ptrdiff_t off = dsc_px(s, v * CF_VL + l);
+                if (off < 0)
+                    continue;
+                off += i0;
+                cf_vf o = r[l];
+                if (s->z)
+                    o = cf_vadd(o, cf_vload_n(s->z + off, cnt));
+                cf_vstore_n(s->y + off, cf_vactivate(o, act, p->alpha, p->beta), cnt);
+            }
+        }
+    }
+}
+
 /* act(sum + z) for the tile's valid pixels (the sums start from the bias), stored in
  * Y's layout; buf holds the sums as [channel][vector][VL pixels]. */
 static void dsc_store(const cf_dsc_store *s, const float *buf, int nm, int npv)
@@ -102,28 +131,14 @@ static void dsc_store(const cf_dsc_store *s, const float *buf, int nm, int npv)
         }
         return;
     }
-    /* NHWC: channels are innermost, so VL channels x VL pixels are transposed in
-     * registers and each pixel's channels are stored as one run. */
-    for (int i0 = 0; i0 < nm; i0 += CF_VL) {
-        int cnt = nm - i0 < CF_VL ? nm - i0 : CF_VL;
-        for (int v = 0; v < npv; v++) {
-            int npx = s->npx - v * CF_VL < CF_VL ? s->npx - v * CF_VL : CF_VL;
-            cf_vf r[CF_VL];
-            for (int q = 0; q < CF_VL; q++)
-                r[q] = q < cnt ? cf_vload(buf + ((i0 + q) * npv + v) * CF_VL) : cf_vzero();
-            cf_vtranspose(r);
-            for (int l = 0; l < npx; l++) {
-                ptrdiff_t off = dsc_px(s, v * CF_VL + l);
-                if (off < 0)
-                    continue;
-                off += i0;
-                cf_vf o = r[l];
-                if (s->z)
-                    o = cf_vadd(o, cf_vload_n(s->z + off, cnt));
-                cf_vstore_n(s->y + off, cf_vactivate(o, p->act, p->alpha, p->beta), cnt);
-            }
-        }
+#define DSC_STORE_NHWC(a) dsc_store_nhwc(s, buf, nm, npv, a)
+    switch (p->act) {
+        CF_VACT_CASES(DSC_STORE_NHWC, return)
+    default:
+        DSC_STORE_NHWC(p->act);
+        return;
     }
+#undef DSC_STORE_NHWC
 }
 
 /* act(o + z) into y + off in the lanes of `bits` (off: where lane 0 would go). */
