@@ -22,7 +22,8 @@
 #define MR 6
 #define NR 16
 
-/* Loads and stores of one vector of a row: plain for a full tile, masked otherwise. */
+/* Loads and stores of one vector of a row: plain for a full tile; otherwise masked loads
+ * and stores of the first ncols - 8h floats. */
 #define LOAD(p, h) (full ? _mm256_loadu_ps(p) : _mm256_maskload_ps((p), mask[h]))
 #define STORE(p, h, v)                                                                   \
     (full ? _mm256_storeu_ps((p), (v)) : cf_vstore_n((p), (v), (int)ncols - 8 * (h)))
