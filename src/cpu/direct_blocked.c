@@ -6,8 +6,9 @@
  * active ISA level, (2) copy X into the padded, blocked, phase-split layout (for a 1x1
  * kernel without padding: only the pixels it reads, densely), (3) run one task per
  * (image, group, group of output blocks, band of the output plane): each walks its band
- * in tiles whose sums stay in registers over the whole reduction, then applies bias,
- * residual and activation while storing into Y's own layout.  Bands are as large as
+ * in tiles whose sums stay in registers over a share of the reduction (as many input
+ * blocks as keep their weights in L1; a few tiles take turns with each share), then
+ * applies bias, residual and activation while storing into Y's own layout.  Bands are as large as
  * the thread count allows, so on small planes (7x7, 14x14) each task owns whole output
  * planes: its weights are read by one thread, its stores share no cache line with
  * another task's.  Steps (1) and (2) are cheap next to (3) for the layers this
@@ -259,6 +260,7 @@ typedef struct dbk_job {
     const float *wp;
     const ptrdiff_t *tap;
     int nb, np;        /* tile shape: output blocks per task, pixels per tile */
+    int64_t ccb;       /* input blocks per share of the reduction */
     int64_t nobg;      /* groups of nb output blocks per group */
     int64_t tpr;       /* tiles per output row */
     int64_t bands;     /* compute tasks per (image, group, block group), each a run of tiles */
@@ -353,13 +355,66 @@ static void dbk_convert_share(const dbk_job *job, size_t index)
 
 /* ---- compute ---------------------------------------------------------------------- */
 
-/* One band (a run of consecutive tiles of the output plane) of one image and group for
- * one group of up to nb output blocks. */
-static void dbk_band(const dbk_job *job, size_t index)
+/* Tiles that take turns with each share of the reduction (see dbk_choose_share): each
+ * more tile divides the share's weight traffic from L2 further, and 8 keeps their input
+ * rows and partial sums (up to 8 x 1.8 KB) in L1 beside the weights.  DBK_SLOT_MAX is
+ * the floats of one tile's partial sums at most (16: AVX-512's VL, the longest). */
+#define DBK_SHARE_TILES 8
+#define DBK_SLOT_MAX (4 * CF_DBK_MAX_NP * 16)
+
+/* One tile's place: its input, weights and output, and the reduction it spans. */
+static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0, int64_t t,
+                        cf_dbk_tile *tl, cf_dbk_store *st)
 {
     const cf_problem *p = job->p;
     const dbk_geom *g = job->g;
     const cf_geom3 *s = &g->s;
+    int vl = g->vl;
+    const float *xg = job->xb + (size_t)((n * g->groups + grp) * g->cbg) * (size_t)g->x_cb;
+    int64_t w_ob = g->cbg * g->ntaps * vl * vl;
+    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    int64_t r = t / job->tpr, ow0 = t % job->tpr * job->np;
+    int np = g->row_len - ow0 < job->np ? (int)(g->row_len - ow0) : job->np;
+    int64_t od = r / s->out[1], oh = r % s->out[1];
+    const float *xrow = g->flat ? xg
+                                : xg + (size_t)((od * s->stride[0] * g->hp +
+                                                 oh * s->stride[1]) * g->rs);
+    int64_t px = r * g->row_len + ow0; /* the tile's first pixel in the output plane */
+    /* The last group may hold fewer blocks (np fits: max_np never increases). */
+    int nb = g->mbg - ob0 < job->nb ? (int)(g->mbg - ob0) : job->nb;
+    int64_t m0 = grp * g->mg + ob0 * vl; /* first output channel */
+    int64_t nm = g->mg - ob0 * vl < nb * vl ? g->mg - ob0 * vl : nb * vl;
+    size_t y_off = nhwc ? (size_t)((n * p->out_sp + px) * p->m + m0)
+                        : (size_t)((n * p->m + m0) * p->out_sp + px);
+    *tl = (cf_dbk_tile){
+        .x = xrow + ow0 * vl,
+        .tap = job->tap,
+        .ntaps = (int)g->ntaps,
+        .ncb = (int)g->cbg,
+        .x_cb = (ptrdiff_t)g->x_cb,
+        .w = job->wp + (size_t)((grp * g->mbg + ob0) * w_ob),
+        .w_ob = (ptrdiff_t)w_ob,
+        .nb = nb,
+        .np = np,
+    };
+    *st = (cf_dbk_store){
+        .p = p,
+        .y = (float *)job->a->y + y_off,
+        .z = job->a->z ? (const float *)job->a->z + y_off : NULL,
+        .bias = job->a->b ? (const float *)job->a->b + m0 : NULL,
+        .nm = (int)nm,
+        .ch_stride = nhwc ? 1 : (ptrdiff_t)p->out_sp,
+        .px_stride = nhwc ? (ptrdiff_t)p->m : 1,
+    };
+}
+
+/* One band (a run of consecutive tiles of the output plane) of one image and group for
+ * one group of up to nb output blocks.  Up to DBK_SHARE_TILES tiles at a time go through
+ * the reduction share by share, so each share's weights are read from L1 by all of them
+ * instead of from L2 by each; their partial sums wait in `part` between shares. */
+static void dbk_band(const dbk_job *job, size_t index)
+{
+    const dbk_geom *g = job->g;
     int vl = g->vl;
     int64_t rest = (int64_t)index;
     int64_t band = rest % job->bands;
@@ -369,51 +424,27 @@ static void dbk_band(const dbk_job *job, size_t index)
     int64_t grp = rest % g->groups;
     int64_t n = rest / g->groups;
 
-    const float *xg = job->xb + (size_t)((n * g->groups + grp) * g->cbg) * (size_t)g->x_cb;
-    int64_t ob0 = obg * job->nb;
-    int64_t obn = g->mbg - ob0 < job->nb ? g->mbg - ob0 : job->nb;
-    int64_t w_ob = g->cbg * g->ntaps * vl * vl;
-    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
-    ptrdiff_t ch_stride = nhwc ? 1 : (ptrdiff_t)p->out_sp;
-    ptrdiff_t px_stride = nhwc ? (ptrdiff_t)p->m : 1;
+    float part[DBK_SHARE_TILES * DBK_SLOT_MAX] __attribute__((aligned(64)));
+    size_t slot = (size_t)(job->nb * job->np * vl);
     int64_t tiles = g->rows * job->tpr;
     int64_t t1 = (band + 1) * tiles / job->bands;
-
-    for (int64_t t = band * tiles / job->bands; t < t1; t++) {
-        int64_t r = t / job->tpr, ow0 = t % job->tpr * job->np;
-        int np = g->row_len - ow0 < job->np ? (int)(g->row_len - ow0) : job->np;
-        int64_t od = r / s->out[1], oh = r % s->out[1];
-        const float *xrow = g->flat ? xg
-                                    : xg + (size_t)((od * s->stride[0] * g->hp +
-                                                     oh * s->stride[1]) * g->rs);
-        int64_t px = r * g->row_len + ow0; /* the tile's first pixel in the output plane */
-        /* The last group may hold fewer blocks (np fits: max_np never increases). */
-        int nb = (int)obn;
-        int64_t m0 = grp * g->mg + ob0 * vl; /* first output channel */
-        int64_t nm = g->mg - ob0 * vl < nb * vl ? g->mg - ob0 * vl : nb * vl;
-        size_t y_off = nhwc ? (size_t)((n * p->out_sp + px) * p->m + m0)
-                            : (size_t)((n * p->m + m0) * p->out_sp + px);
-        cf_dbk_tile tl = {
-            .x = xrow + ow0 * vl,
-            .tap = job->tap,
-            .ntaps = (int)g->ntaps,
-            .ncb = (int)g->cbg,
-            .x_cb = (ptrdiff_t)g->x_cb,
-            .w = job->wp + (size_t)((grp * g->mbg + ob0) * w_ob),
-            .w_ob = (ptrdiff_t)w_ob,
-            .nb = nb,
-            .np = np,
-        };
-        cf_dbk_store st = {
-            .p = p,
-            .y = (float *)job->a->y + y_off,
-            .z = job->a->z ? (const float *)job->a->z + y_off : NULL,
-            .bias = job->a->b ? (const float *)job->a->b + m0 : NULL,
-            .nm = (int)nm,
-            .ch_stride = ch_stride,
-            .px_stride = px_stride,
-        };
-        job->k->tile(&tl, &st);
+    int64_t share_w = g->ntaps * vl * vl; /* packed weight floats per input block */
+    for (int64_t t0 = band * tiles / job->bands; t0 < t1; t0 += DBK_SHARE_TILES) {
+        int64_t tn = t1 - t0 < DBK_SHARE_TILES ? t1 - t0 : DBK_SHARE_TILES;
+        for (int64_t cb = 0; cb < g->cbg; cb += job->ccb) {
+            int ncb = g->cbg - cb < job->ccb ? (int)(g->cbg - cb) : (int)job->ccb;
+            for (int64_t i = 0; i < tn; i++) {
+                cf_dbk_tile tl;
+                cf_dbk_store st;
+                dbk_tile_at(job, n, grp, obg * job->nb, t0 + i, &tl, &st);
+                tl.x += cb * g->x_cb;
+                tl.w += cb * share_w;
+                tl.ncb = ncb;
+                tl.acc_in = cb > 0 ? part + (size_t)i * slot : NULL;
+                tl.acc_out = cb + ncb < g->cbg ? part + (size_t)i * slot : NULL;
+                job->k->tile(&tl, &st);
+            }
+        }
     }
 }
 
@@ -479,6 +510,22 @@ static void dbk_choose_tile(const cf_dbk_kernels *k, const dbk_geom *g, int *nb_
     *np_out = best_np;
 }
 
+/* Input blocks per share of the reduction: as many as keep the share's packed weights
+ * (nb output blocks x taps x VL x VL per input block) within half of L1, the rest being
+ * for the input rows the tiles read.  Without shares a tile reads all its weights, up to
+ * hundreds of KB (3x3x3 on 64 channels, 3 blocks: 166 KB on AVX2), once per tile from
+ * L2, which then feeds the FMAs more slowly than they run (R3D-18's 3x3x3 layers: 40%
+ * of the FMA peak).  Shares are balanced so the last is not a sliver. */
+static int64_t dbk_choose_share(const dbk_geom *g, int nb)
+{
+    size_t per_cb = (size_t)(nb * g->ntaps * g->vl * g->vl) * sizeof(float);
+    int64_t fit = (int64_t)(cf_cpu_caches()->l1d / 2 / per_cb);
+    if (fit < 1)
+        fit = 1;
+    int64_t shares = (g->cbg + fit - 1) / fit;
+    return (g->cbg + shares - 1) / shares;
+}
+
 static convfind_status dbk_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
 {
     (void)state;
@@ -512,6 +559,7 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     dbk_job job = {.p = p, .g = &g, .k = k, .a = a, .xb = (float *)(base + ws.x), .wp = wp,
                    .tap = tap};
     dbk_choose_tile(k, &g, &job.nb, &job.np);
+    job.ccb = dbk_choose_share(&g, job.nb);
     job.nobg = (g.mbg + job.nb - 1) / job.nb;
     job.tpr = (g.row_len + job.np - 1) / job.np;
 

@@ -11,8 +11,9 @@
  *          without padding stores only the pixels it reads: [n][block][out pixel][VL].
  *   weights [group][out block][in block][tap][VL in][VL out], zero-padded.
  * A tile is `np` consecutive output pixels of one row times `nb` output blocks; its
- * accumulators (nb * np vectors) stay in registers for the whole reduction over input
- * blocks and taps, then go through the fused epilogue straight into Y's layout.
+ * accumulators (nb * np vectors) stay in registers over a share of the reduction (a
+ * run of input blocks, all taps), then either wait in memory for the next share or, at
+ * the last, go through the fused epilogue straight into Y's layout.
  */
 #ifndef CONVFIND_CPU_DIRECT_BLOCKED_H
 #define CONVFIND_CPU_DIRECT_BLOCKED_H
@@ -35,6 +36,11 @@ typedef struct cf_dbk_tile {
     const float *w;       /* packed weights of the first output block, first input block */
     ptrdiff_t w_ob;       /* floats between the packed weights of consecutive out blocks */
     int nb, np;           /* out blocks (1..4) and pixels (1..max_np[nb]) */
+    /* A reduction split into shares: the partial sums to start from (NULL: zero) and
+     * where to leave them (NULL: this share is the last, store through the epilogue).
+     * Both hold nb * np vectors, [block][pixel][VL], VL-aligned; they may be the same. */
+    const float *acc_in;
+    float *acc_out;
 } cf_dbk_tile;
 
 /* Where the tile's outputs go, in Y's own layout (NCHW or NHWC). */

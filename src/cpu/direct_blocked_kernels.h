@@ -88,7 +88,9 @@ static void dbk_store(const cf_dbk_store *s, const float *buf, int nb, int np)
 
 #undef DBK_STORE_ACT
 
-/* Computes the tile's sums, then stores them through the epilogue. */
+/* Computes the tile's sums over its share of the reduction (starting from zero or from
+ * the partial sums in acc_in), then saves them to acc_out or, when the share is the
+ * last, stores them through the epilogue. */
 DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int nb, const int np)
 {
     float buf[4 * CF_DBK_MAX_NP * CF_VL] __attribute__((aligned(64)));
@@ -97,7 +99,7 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
     for (int j = 0; j < nb; j++)
 #pragma GCC unroll 14
         for (int p = 0; p < np; p++)
-            acc[j][p] = cf_vzero();
+            acc[j][p] = t->acc_in ? cf_vload(t->acc_in + (j * np + p) * CF_VL) : cf_vzero();
 
     const float *w = t->w;
     for (int cb = 0; cb < t->ncb; cb++) {
@@ -122,12 +124,14 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
         }
     }
 
+    float *out = t->acc_out ? t->acc_out : buf;
 #pragma GCC unroll 4
     for (int j = 0; j < nb; j++)
 #pragma GCC unroll 14
         for (int p = 0; p < np; p++)
-            cf_vstore(buf + (j * np + p) * CF_VL, acc[j][p]);
-    dbk_store(s, buf, nb, np);
+            cf_vstore(out + (j * np + p) * CF_VL, acc[j][p]);
+    if (!t->acc_out)
+        dbk_store(s, buf, nb, np);
 }
 
 #define DBK_CASE(nb, np)                                                                   \
