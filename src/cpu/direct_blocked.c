@@ -7,7 +7,7 @@
  * kernel without padding: only the pixels it reads, densely), (3) run one task per
  * (image, group, group of output blocks, band of the output plane): each walks its band
  * in tiles whose sums stay in registers over a share of the reduction (as many input
- * blocks as keep their weights in L1; a few tiles take turns with each share), then
+ * blocks or taps as keep their weights in L1; a few tiles take turns with each share), then
  * applies bias, residual and activation while storing into Y's own layout.  Bands are as large as
  * the thread count allows, so on small planes (7x7, 14x14) each task owns whole output
  * planes: its weights are read by one thread, its stores share no cache line with
@@ -260,7 +260,8 @@ typedef struct dbk_job {
     const float *wp;
     const ptrdiff_t *tap;
     int nb, np;        /* tile shape: output blocks per task, pixels per tile */
-    int64_t ccb;       /* input blocks per share of the reduction */
+    int64_t share_cb;  /* input blocks per share of the reduction */
+    int64_t share_taps; /* taps per share (all of them unless share_cb is 1) */
     int64_t nobg;      /* groups of nb output blocks per group */
     int64_t tpr;       /* tiles per output row */
     int64_t bands;     /* compute tasks per (image, group, block group), each a run of tiles */
@@ -393,6 +394,7 @@ static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0,
         .ncb = (int)g->cbg,
         .x_cb = (ptrdiff_t)g->x_cb,
         .w = job->wp + (size_t)((grp * g->mbg + ob0) * w_ob),
+        .w_cb = (ptrdiff_t)(g->ntaps * vl * vl),
         .w_ob = (ptrdiff_t)w_ob,
         .nb = nb,
         .np = np,
@@ -428,21 +430,26 @@ static void dbk_band(const dbk_job *job, size_t index)
     size_t slot = (size_t)(job->nb * job->np * vl);
     int64_t tiles = g->rows * job->tpr;
     int64_t t1 = (band + 1) * tiles / job->bands;
-    int64_t share_w = g->ntaps * vl * vl; /* packed weight floats per input block */
     for (int64_t t0 = band * tiles / job->bands; t0 < t1; t0 += DBK_SHARE_TILES) {
         int64_t tn = t1 - t0 < DBK_SHARE_TILES ? t1 - t0 : DBK_SHARE_TILES;
-        for (int64_t cb = 0; cb < g->cbg; cb += job->ccb) {
-            int ncb = g->cbg - cb < job->ccb ? (int)(g->cbg - cb) : (int)job->ccb;
-            for (int64_t i = 0; i < tn; i++) {
-                cf_dbk_tile tl;
-                cf_dbk_store st;
-                dbk_tile_at(job, n, grp, obg * job->nb, t0 + i, &tl, &st);
-                tl.x += cb * g->x_cb;
-                tl.w += cb * share_w;
-                tl.ncb = ncb;
-                tl.acc_in = cb > 0 ? part + (size_t)i * slot : NULL;
-                tl.acc_out = cb + ncb < g->cbg ? part + (size_t)i * slot : NULL;
-                job->k->tile(&tl, &st);
+        for (int64_t cb = 0; cb < g->cbg; cb += job->share_cb) {
+            int ncb = (int)(g->cbg - cb < job->share_cb ? g->cbg - cb : job->share_cb);
+            for (int64_t k = 0; k < g->ntaps; k += job->share_taps) {
+                int nt = (int)(g->ntaps - k < job->share_taps ? g->ntaps - k : job->share_taps);
+                bool first = cb == 0 && k == 0, last = cb + ncb == g->cbg && k + nt == g->ntaps;
+                for (int64_t i = 0; i < tn; i++) {
+                    cf_dbk_tile tl;
+                    cf_dbk_store st;
+                    dbk_tile_at(job, n, grp, obg * job->nb, t0 + i, &tl, &st);
+                    tl.x += cb * g->x_cb;
+                    tl.w += cb * tl.w_cb + k * vl * vl;
+                    tl.ncb = ncb;
+                    tl.tap += k;
+                    tl.ntaps = nt;
+                    tl.acc_in = first ? NULL : part + (size_t)i * slot;
+                    tl.acc_out = last ? NULL : part + (size_t)i * slot;
+                    job->k->tile(&tl, &st);
+                }
             }
         }
     }
@@ -510,20 +517,34 @@ static void dbk_choose_tile(const cf_dbk_kernels *k, const dbk_geom *g, int *nb_
     *np_out = best_np;
 }
 
-/* Input blocks per share of the reduction: as many as keep the share's packed weights
- * (nb output blocks x taps x VL x VL per input block) within half of L1, the rest being
- * for the input rows the tiles read.  Without shares a tile reads all its weights, up to
- * hundreds of KB (3x3x3 on 64 channels, 3 blocks: 166 KB on AVX2), once per tile from
- * L2, which then feeds the FMAs more slowly than they run (R3D-18's 3x3x3 layers: 40%
- * of the FMA peak).  Shares are balanced so the last is not a sliver. */
-static int64_t dbk_choose_share(const dbk_geom *g, int nb)
+/* Splits a balanced count into runs of at most `fit` (at least 1), so the last run is
+ * not a sliver. */
+static int64_t dbk_balanced_run(int64_t count, int64_t fit)
 {
-    size_t per_cb = (size_t)(nb * g->ntaps * g->vl * g->vl) * sizeof(float);
-    int64_t fit = (int64_t)(cf_cpu_caches()->l1d / 2 / per_cb);
     if (fit < 1)
         fit = 1;
-    int64_t shares = (g->cbg + fit - 1) / fit;
-    return (g->cbg + shares - 1) / shares;
+    int64_t runs = (count + fit - 1) / fit;
+    return (count + runs - 1) / runs;
+}
+
+/* The shares of the reduction: as many input blocks (all taps), or where one block's
+ * taps are too many, as many taps of one block, as keep the share's packed weights (nb
+ * output blocks x VL x VL per tap and input block) within half of L1, the rest being
+ * for the input rows the tiles read.  Without shares a tile reads all its weights, up to
+ * hundreds of KB (3x3x3 on 64 channels, 3 blocks: 166 KB on AVX2; DeepSpeech2's 21x11
+ * kernels: 59 KB per block and output block), once per tile from L2, which then feeds
+ * the FMAs more slowly than they run (R3D-18's 3x3x3 layers: 40% of the FMA peak). */
+static void dbk_choose_share(const dbk_geom *g, int nb, dbk_job *job)
+{
+    size_t per_tap = (size_t)(nb * g->vl * g->vl) * sizeof(float);
+    int64_t fit_taps = (int64_t)(cf_cpu_caches()->l1d / 2 / per_tap);
+    if (fit_taps >= g->ntaps) {
+        job->share_cb = dbk_balanced_run(g->cbg, fit_taps / g->ntaps);
+        job->share_taps = g->ntaps;
+    } else {
+        job->share_cb = 1;
+        job->share_taps = dbk_balanced_run(g->ntaps, fit_taps);
+    }
 }
 
 static convfind_status dbk_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
@@ -559,7 +580,7 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     dbk_job job = {.p = p, .g = &g, .k = k, .a = a, .xb = (float *)(base + ws.x), .wp = wp,
                    .tap = tap};
     dbk_choose_tile(k, &g, &job.nb, &job.np);
-    job.ccb = dbk_choose_share(&g, job.nb);
+    dbk_choose_share(&g, job.nb, &job);
     job.nobg = (g.mbg + job.nb - 1) / job.nb;
     job.tpr = (g.row_len + job.np - 1) / job.np;
 

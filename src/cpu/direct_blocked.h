@@ -12,7 +12,7 @@
  *   weights [group][out block][in block][tap][VL in][VL out], zero-padded.
  * A tile is `np` consecutive output pixels of one row times `nb` output blocks; its
  * accumulators (nb * np vectors) stay in registers over a share of the reduction (a
- * run of input blocks, all taps), then either wait in memory for the next share or, at
+ * run of input blocks and of taps), then either wait in memory for the next share or, at
  * the last, go through the fused epilogue straight into Y's layout.
  */
 #ifndef CONVFIND_CPU_DIRECT_BLOCKED_H
@@ -33,7 +33,9 @@ typedef struct cf_dbk_tile {
     int ntaps;
     int ncb;              /* input blocks to reduce over */
     ptrdiff_t x_cb;       /* floats between input blocks */
-    const float *w;       /* packed weights of the first output block, first input block */
+    const float *w;       /* packed weights of the first output block, first input block
+                           * and first tap; each tap's VL x VL follow the previous one's */
+    ptrdiff_t w_cb;       /* floats between the weights of consecutive input blocks */
     ptrdiff_t w_ob;       /* floats between the packed weights of consecutive out blocks */
     int nb, np;           /* out blocks (1..4) and pixels (1..max_np[nb]) */
     /* A reduction split into shares: the partial sums to start from (NULL: zero) and

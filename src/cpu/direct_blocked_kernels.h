@@ -101,9 +101,9 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
         for (int p = 0; p < np; p++)
             acc[j][p] = t->acc_in ? cf_vload(t->acc_in + (j * np + p) * CF_VL) : cf_vzero();
 
-    const float *w = t->w;
     for (int cb = 0; cb < t->ncb; cb++) {
         const float *xc = t->x + cb * t->x_cb;
+        const float *w = t->w + cb * t->w_cb;
         for (int k = 0; k < t->ntaps; k++) {
             const float *xp = xc + t->tap[k];
 #pragma GCC unroll 2

@@ -284,6 +284,7 @@ static void wg_product_task(void *arg, size_t index)
                 .ncb = (int)j->cb,
                 .x_cb = (ptrdiff_t)(j->groups * vl * vl),
                 .w = u + ob * w_ob,
+                .w_cb = (ptrdiff_t)(vl * vl),
                 .w_ob = (ptrdiff_t)w_ob,
                 .nb = nb,
                 .np = np,
