@@ -17,8 +17,9 @@
  *
  * Weights are packed per group and phase (flipped and gathered once by pack_weights);
  * like every GEMM algorithm, an execution without matching packed weights packs them
- * into its workspace.  Work per image, group and phase: patches and GEMM split over the
- * pool by cf_sgemm_packed / panels, the write-out split over output channels.
+ * into its workspace.  Work per image, group, run of pixels (tiles_of) and phase: patches
+ * and GEMM split over the pool by panels / cf_sgemm_packed, the write-out split over
+ * output channels.
  */
 #include <stdint.h>
 #include <stdlib.h>
@@ -147,8 +148,23 @@ static void pack_all(const cf_problem *p, const cf_sgemm_kernel *kern, const flo
 
 typedef struct ws_layout {
     size_t weights, dense, panels, cols, bytes;
+    size_t tiles;  /* each phase's output grid is done in this many runs of pixels */
     bool overflow;
 } ws_layout;
+
+/* Runs of pixels per phase: each run's patch panels (K = channels x taps rows) fill
+ * about two L2s, like cpu.im2col_gemm's tiles, never below 96 pixels.  The phases go
+ * through one run index at a time, so the runs of all phases read about the same part
+ * of X while it is in cache, and their panels and GEMM results stay there instead of
+ * making a round trip to memory (U-Net's 2x2 stride-2 layers: 10-20 MB of panels and
+ * as much of results per phase when a phase was done whole). */
+static size_t tiles_of(size_t kmax, size_t umax)
+{
+    size_t tile = 2 * cf_cpu_caches()->l2 / (kmax ? kmax * sizeof(float) : 1);
+    if (tile < 96)
+        tile = 96;
+    return umax ? (umax + tile - 1) / tile : 1;
+}
 
 static ws_layout layout_of(const cf_problem *p)
 {
@@ -163,6 +179,8 @@ static ws_layout layout_of(const cf_problem *p)
         umax = ph.count_sp > umax ? ph.count_sp : umax;
     }
     kmax = cf_ws_mul(&ws, kmax, cg);
+    l.tiles = tiles_of(kmax, umax);
+    umax = (umax + l.tiles - 1) / l.tiles; /* the longest run */
     for (int level = 0; level < CF_ISA_COUNT; level++) {
         const cf_sgemm_kernel *kern = cf_kernel_table_for((cf_isa)level)->sgemm;
         size_t f = group_floats(p, kern, &l.overflow);
@@ -236,13 +254,14 @@ static size_t subpixel_packed_extent(const cf_problem *p, const void *packed, co
     return ((const packed_header *)packed)->bytes;
 }
 
-/* Writes one output channel of one phase: the phase's GEMM result (or zero when the
- * phase has no taps) through the epilogue into Y. */
+/* Writes one output channel of a run of one phase's pixels: the run's GEMM result (or
+ * zero when the phase has no taps) through the epilogue into Y. */
 typedef struct out_job {
     const cf_problem *p;
     const cf_geom3 *g;
     const phase *ph;
-    const float *cols;  /* mg x count_sp, or NULL for a phase without taps */
+    size_t lo, count;   /* the run: pixels [lo, lo + count) of the phase's grid */
+    const float *cols;  /* mg x count, or NULL for a phase without taps */
     const float *b, *z;
     float *y;
     size_t m0;          /* the group's first channel */
@@ -250,21 +269,63 @@ typedef struct out_job {
     int64_t yc, ys[3];  /* Y strides: channel, geom3 spatial axes */
 } out_job;
 
+#if defined(__GNUC__)
+#define OUT_INLINE static inline __attribute__((always_inline))
+#else
+#define OUT_INLINE static inline
+#endif
+
+/* One row of a phase's grid into Y: `len` outputs `step` apart, from the GEMM's results
+ * c (NULL: zeros) and the residual z at the same positions (or NULL).  `act` is a
+ * constant at every call (out_row's switch), so the loop carries no branch on it. */
+OUT_INLINE void out_row_act(float *y, const float *z, const float *c, size_t len,
+                            ptrdiff_t step, float bias, convfind_activation act, float alpha,
+                            float beta)
+{
+    for (size_t r = 0; r < len; r++) {
+        float v = (c ? c[r] : 0.0f) + bias + (z ? z[(ptrdiff_t)r * step] : 0.0f);
+        y[(ptrdiff_t)r * step] = cf_activate(v, act, alpha, beta);
+    }
+}
+
+static void out_row(const cf_problem *p, float *y, const float *z, const float *c, size_t len,
+                    ptrdiff_t step, float bias)
+{
+    switch (p->act) {
+    case CONVFIND_ACT_NONE:
+        out_row_act(y, z, c, len, step, bias, CONVFIND_ACT_NONE, 0.0f, 0.0f);
+        return;
+    case CONVFIND_ACT_RELU:
+        out_row_act(y, z, c, len, step, bias, CONVFIND_ACT_RELU, 0.0f, 0.0f);
+        return;
+    default:
+        out_row_act(y, z, c, len, step, bias, p->act, p->alpha, p->beta);
+        return;
+    }
+}
+
 static void out_task(void *arg, size_t m)
 {
     const out_job *j = arg;
     const phase *ph = j->ph;
     float bias = j->b ? j->b[j->m0 + m] : 0.0f;
-    const float *cm = j->cols ? j->cols + m * ph->count_sp : NULL;
-    size_t base = j->y_image + (j->m0 + m) * (size_t)j->yc, idx = 0;
-    for (int64_t u0 = 0; u0 < ph->count[0]; u0++)
-    for (int64_t u1 = 0; u1 < ph->count[1]; u1++)
-    for (int64_t u2 = 0; u2 < ph->count[2]; u2++, idx++) {
-        int64_t o0 = (ph->u_lo[0] + u0) * j->g->stride[0] + ph->phi[0] - j->g->pad[0];
-        int64_t o1 = (ph->u_lo[1] + u1) * j->g->stride[1] + ph->phi[1] - j->g->pad[1];
-        int64_t o2 = (ph->u_lo[2] + u2) * j->g->stride[2] + ph->phi[2] - j->g->pad[2];
-        size_t yi = base + (size_t)(o0 * j->ys[0] + o1 * j->ys[1] + o2 * j->ys[2]);
-        j->y[yi] = cf_epilogue_value(j->p, cm ? cm[idx] : 0.0f, bias, j->z ? j->z[yi] : 0.0f);
+    const float *cm = j->cols ? j->cols + m * j->count : NULL;
+    size_t base = j->y_image + (j->m0 + m) * (size_t)j->yc;
+    const int64_t *st = j->g->stride, *pad = j->g->pad;
+    const ptrdiff_t step = (ptrdiff_t)(st[2] * j->ys[2]); /* between a grid row's outputs */
+    /* Row by row of the phase's grid: each row's outputs are `step` apart in Y. */
+    for (size_t pix = j->lo, end = j->lo + j->count, idx = 0; pix < end;) {
+        size_t c2 = (size_t)ph->count[2], u2 = pix % c2, rest = pix / c2;
+        size_t len = c2 - u2 < end - pix ? c2 - u2 : end - pix;
+        int64_t u1 = (int64_t)rest % ph->count[1], u0 = (int64_t)rest / ph->count[1];
+        int64_t o0 = (ph->u_lo[0] + u0) * st[0] + ph->phi[0] - pad[0];
+        int64_t o1 = (ph->u_lo[1] + u1) * st[1] + ph->phi[1] - pad[1];
+        int64_t o2 = (ph->u_lo[2] + (int64_t)u2) * st[2] + ph->phi[2] - pad[2];
+        size_t y0 = base + (size_t)(o0 * j->ys[0] + o1 * j->ys[1] + o2 * j->ys[2]);
+        out_row(j->p, j->y + y0, j->z ? j->z + y0 : NULL, cm ? cm + idx : NULL, len, step,
+                bias);
+        idx += len;
+        pix += len;
     }
 }
 
@@ -326,30 +387,52 @@ static convfind_status subpixel_execute(const cf_problem *p, const void *state,
             pj.xg = x + (size_t)n * C * in_sp + (size_t)grp * cg * (size_t)pj.xc;
             oj.m0 = (size_t)grp * mg;
             oj.y_image = (size_t)n * M * out_sp;
-            for (size_t i = 0; i < phase_count(&g); i++) {
-                phase ph = phase_of(&g, i);
-                size_t kdim = cg * ph.taps_sp;
-                if (kdim > 0) {
-                    /* The phase as a stride-1 convolution over its output grid. */
-                    for (int ax = 0; ax < 3; ax++) {
-                        pj.g.in[ax] = g.in[ax];
-                        pj.g.out[ax] = ph.count[ax];
-                        pj.g.k[ax] = ph.taps[ax];
-                        pj.g.stride[ax] = pj.g.dil[ax] = 1;
-                        pj.g.pad[ax] = ph.taps[ax] - 1 - ph.u_lo[ax];
+            for (size_t t = 0; t < l.tiles; t++) {
+                const float *wph = wg;
+                /* What the panels hold: phases with the same taps and grid (all of them
+                 * when the kernel is as long as the stride, as in U-Net's 2x2 stride 2)
+                 * read the same patches, built once. */
+                cf_geom3 built_g;
+                size_t built_lo = 0, built_hi = 0;
+                bool built = false;
+                for (size_t i = 0; i < phase_count(&g); i++) {
+                    phase ph = phase_of(&g, i);
+                    size_t kdim = cg * ph.taps_sp;
+                    size_t lo = t * ph.count_sp / l.tiles, hi = (t + 1) * ph.count_sp / l.tiles;
+                    if (kdim > 0 && hi > lo) {
+                        /* The phase as a stride-1 convolution over its output grid. */
+                        for (int ax = 0; ax < 3; ax++) {
+                            pj.g.in[ax] = g.in[ax];
+                            pj.g.out[ax] = ph.count[ax];
+                            pj.g.k[ax] = ph.taps[ax];
+                            pj.g.stride[ax] = pj.g.dil[ax] = 1;
+                            pj.g.pad[ax] = ph.taps[ax] - 1 - ph.u_lo[ax];
+                        }
+                        pj.ksp = ph.taps_sp;
+                        pj.pix0 = lo;
+                        pj.npix = hi - lo;
+                        if (!built || lo != built_lo || hi != built_hi ||
+                            memcmp(&pj.g, &built_g, sizeof built_g) != 0) {
+                            cf_parallel_for(a->pool, (hi - lo + nr - 1) / nr, cf_patch_panel,
+                                            &pj);
+                            built = true;
+                            built_g = pj.g;
+                            built_lo = lo;
+                            built_hi = hi;
+                        }
+                        cf_sgemm_packed(kern, mg, hi - lo, kdim, wph, panels, cols,
+                                        (ptrdiff_t)(hi - lo), 1, NULL, a->pool);
                     }
-                    pj.ksp = ph.taps_sp;
-                    pj.pix0 = 0;
-                    pj.npix = ph.count_sp;
-                    cf_parallel_for(a->pool, (ph.count_sp + nr - 1) / nr, cf_patch_panel, &pj);
-                    cf_sgemm_packed(kern, mg, ph.count_sp, kdim, wg, panels, cols,
-                                    (ptrdiff_t)ph.count_sp, 1, NULL, a->pool);
+                    if (kdim > 0)
+                        wph += cf_sgemm_packed_a_floats(kern, mg, kdim, NULL);
+                    if (hi > lo) {
+                        oj.ph = &ph;
+                        oj.lo = lo;
+                        oj.count = hi - lo;
+                        oj.cols = kdim > 0 ? cols : NULL;
+                        cf_parallel_for(a->pool, mg, out_task, &oj);
+                    }
                 }
-                if (kdim > 0)
-                    wg += cf_sgemm_packed_a_floats(kern, mg, kdim, NULL);
-                oj.ph = &ph;
-                oj.cols = kdim > 0 ? cols : NULL;
-                cf_parallel_for(a->pool, mg, out_task, &oj);
             }
         }
     }

@@ -404,6 +404,59 @@ static void test_convtranspose_subpixel(void **state)
     run_family("cpu.convtranspose_subpixel", GEN_CONVT_D1);
 }
 
+/* cpu.convtranspose_subpixel splits each phase's output grid into runs of pixels whose
+ * patch panels fit about two L2s; the random problems are far smaller than one run.
+ * Here the input is sized from this machine's L2 so every phase takes three runs or
+ * more: 2x2 stride 2 (U-Net's, every phase alike) and 3x3 stride 2 with pads and
+ * output_padding (phases of 1, 2 and 4 taps and unequal grids), in both layouts, with
+ * bias, residual and an activation, through a pool and without one. */
+static void test_convtranspose_subpixel_runs(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), "cpu.convtranspose_subpixel");
+    assert_non_null(algo);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    const int64_t c = 64, m = 5;
+    for (int v = 0; v < 4; v++) {
+        int64_t k = v < 2 ? 2 : 3;
+        /* K of the largest phase: c x its taps (1 for 2x2, 4 for 3x3 at stride 2). */
+        size_t kmax = (size_t)c * (k == 2 ? 1 : 4);
+        size_t run = 2 * cf_cpu_caches()->l2 / (kmax * sizeof(float));
+        int64_t side = (int64_t)ceil(sqrt(3.5 * (double)run)) + 1;
+        convfind_conv_desc d;
+        convfind_conv_desc_init(&d);
+        d.op = CONVFIND_OP_CONV_TRANSPOSE;
+        d.layout = v % 2 ? CONVFIND_LAYOUT_NHWC : CONVFIND_LAYOUT_NCHW;
+        d.x_rank = d.w_rank = 4;
+        d.x_dims[0] = 1;
+        d.x_dims[1] = c;
+        d.x_dims[2] = side;
+        d.x_dims[3] = side + 3;
+        d.w_dims[0] = c;
+        d.w_dims[1] = m;
+        d.w_dims[2] = d.w_dims[3] = k;
+        d.strides.count = 2;
+        d.strides.v[0] = d.strides.v[1] = 2;
+        if (k == 3) {
+            d.pads.count = 4;
+            d.pads.v[0] = d.pads.v[1] = d.pads.v[2] = d.pads.v[3] = 1;
+            d.output_padding.count = 2;
+            d.output_padding.v[0] = d.output_padding.v[1] = 1;
+        }
+        d.has_bias = 1;
+        d.has_residual = 1;
+        d.activation = CONVFIND_ACT_LEAKY_RELU;
+        d.alpha = 0.1f;
+        convfind_problem *p = NULL;
+        assert_int_equal(convfind_problem_create(&d, &p), CONVFIND_OK);
+        assert_true(algo->applicable(p));
+        check_problem(algo, p, v < 2 ? pool : NULL, v % 2 == 0);
+        convfind_problem_destroy(p);
+    }
+    cf_threadpool_destroy(pool);
+}
+
 /* Applicability: each algorithm takes exactly its kind of problem. */
 static void test_applicability(void **state)
 {
@@ -503,6 +556,7 @@ int main(void)
         cmocka_unit_test(test_tap_gemm_tiles),
         cmocka_unit_test(test_convtranspose_gemm),
         cmocka_unit_test(test_convtranspose_subpixel),
+        cmocka_unit_test(test_convtranspose_subpixel_runs),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
