@@ -359,9 +359,11 @@ static void dbk_convert_share(const dbk_job *job, size_t index)
 /* Tiles that take turns with each share of the reduction (see dbk_choose_share): each
  * more tile divides the share's weight traffic from L2 further, and 8 keeps their input
  * rows and partial sums (up to 8 x 1.8 KB) in L1 beside the weights.  DBK_SLOT_MAX is
- * the floats of one tile's partial sums at most (16: AVX-512's VL, the longest). */
+ * the floats of one tile's partial sums at most: nb x np accumulators of VL floats,
+ * nb x np <= 2 x CF_DBK_MAX_NP on every ISA (28 zmm on AVX-512, 14 ymm on AVX2; checked
+ * in dbk_execute), VL <= 16. */
 #define DBK_SHARE_TILES 8
-#define DBK_SLOT_MAX (4 * CF_DBK_MAX_NP * 16)
+#define DBK_SLOT_MAX (2 * CF_DBK_MAX_NP * 16)
 
 /* One tile's place: its input, weights and output, and the reduction it spans. */
 static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0, int64_t t,
@@ -580,6 +582,9 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     dbk_job job = {.p = p, .g = &g, .k = k, .a = a, .xb = (float *)(base + ws.x), .wp = wp,
                    .tap = tap};
     dbk_choose_tile(k, &g, &job.nb, &job.np);
+    if ((size_t)(job.nb * job.np * g.vl) > DBK_SLOT_MAX) /* a kernel table out of step */
+        return cf_fail(CONVFIND_ERR_BACKEND, "cpu.direct_blocked tile %d x %d exceeds its "
+                       "partial-sum slots", job.nb, job.np);
     dbk_choose_share(&g, job.nb, &job);
     job.nobg = (g.mbg + job.nb - 1) / job.nb;
     job.tpr = (g.row_len + job.np - 1) / job.np;
