@@ -312,7 +312,9 @@ static void out_task(void *arg, size_t m)
     const float *cm = j->cols ? j->cols + m * j->count : NULL;
     size_t base = j->y_image + (j->m0 + m) * (size_t)j->yc;
     const int64_t *st = j->g->stride, *pad = j->g->pad;
-    const ptrdiff_t step = (ptrdiff_t)(st[2] * j->ys[2]); /* between a grid row's outputs */
+    /* Between a grid row's outputs; only a row of two or more has one, and then it lies
+     * inside Y (a lone output may sit at a stride near INT64_MAX). */
+    const ptrdiff_t step = ph->count[2] > 1 ? (ptrdiff_t)(st[2] * j->ys[2]) : 0;
     /* Row by row of the phase's grid: each row's outputs are `step` apart in Y. */
     for (size_t pix = j->lo, end = j->lo + j->count, idx = 0; pix < end;) {
         size_t c2 = (size_t)ph->count[2], u2 = pix % c2, rest = pix / c2;
