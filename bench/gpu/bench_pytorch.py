@@ -57,9 +57,14 @@ def layer_fn(row, n, dtype, fmt, dev):
                 padding=(int(row["pad_h"]), int(row["pad_w"])),
                 dilation=(int(row["dil_h"]), int(row["dil_w"])), groups=g)
     residual, act = epilogue_of(row)
-    with torch.no_grad():
-        y_shape = F.conv2d(x[:1], w, None, **args).shape
-    z = (torch.randn(n, *y_shape[1:], device=dev, dtype=dtype).contiguous(memory_format=fmt)
+    # Y's shape by arithmetic, not by a convolution on the device: at N=1 that would be
+    # this very problem, and with cudnn.benchmark on it would run the benchmark here,
+    # before measure() times the first call (so its cost read as zero at N=1).
+    y_hw = [(size + 2 * pad - dil * (kern - 1) - 1) // stride + 1
+            for size, pad, dil, kern, stride in zip((h, w_), args["padding"], args["dilation"],
+                                                    (int(row["r"]), int(row["s"])),
+                                                    args["stride"])]
+    z = (torch.randn(n, k, *y_hw, device=dev, dtype=dtype).contiguous(memory_format=fmt)
          if residual else None)
 
     def fn():
