@@ -223,8 +223,8 @@ static void cudnn_release(void *state)
  * pays two transposes, and won on the H200 mainly where its engines are several times
  * faster (NHWC tensor-core engines for an NCHW caller), which their first configurations
  * show.  A runtime-compiled engine costs tens to hundreds of milliseconds of compilation
- * (graph.c says when they are offered): the caller's layout keeps at most one, the
- * other layout none (on the H200 the depthwise layers they exist for were always won in
+ * (graph.c says when they are offered): the caller's layout keeps one where it heads
+ * the list (prune_listed), the other layout none (on the H200 the depthwise layers they exist for were always won in
  * the caller's layout, while compiling the other layout's took 140-420 ms per Find).
  * Fused lists and the other layout's keep mode A's configurations only: the fallback
  * mode's (engine 0, a generic kernel, 4-10 ms where the winners took 0.03-0.2 ms) and
@@ -240,15 +240,15 @@ static const struct {
     int other_layout;
     cf_cudnn_limits limits;
 } lists[] = {
-    {CF_CUDNN_PLAIN, 0, {.listed = 8, .per_engine = 3, .runtime_compiled = 1, .unlisted = 6,
+    {CF_CUDNN_PLAIN, 0, {.listed = 8, .per_engine = 3, .runtime_compiled = true, .unlisted = 6,
                          .widen = true}},
-    {CF_CUDNN_PLAIN, 1, {.listed = 3, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0,
+    {CF_CUDNN_PLAIN, 1, {.listed = 3, .per_engine = 2, .runtime_compiled = false, .unlisted = 0,
                          .widen = false}},
-    {CF_CUDNN_FUSED, 0, {.listed = 3, .per_engine = 2, .runtime_compiled = 1, .unlisted = 0,
+    {CF_CUDNN_FUSED, 0, {.listed = 3, .per_engine = 2, .runtime_compiled = true, .unlisted = 0,
                          .widen = false}},
-    {CF_CUDNN_SPLIT, 0, {.listed = 4, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0,
+    {CF_CUDNN_SPLIT, 0, {.listed = 4, .per_engine = 2, .runtime_compiled = false, .unlisted = 0,
                          .widen = true}},
-    {CF_CUDNN_SPLIT, 1, {.listed = 2, .per_engine = 2, .runtime_compiled = 0, .unlisted = 0,
+    {CF_CUDNN_SPLIT, 1, {.listed = 2, .per_engine = 2, .runtime_compiled = false, .unlisted = 0,
                          .widen = true}},
 };
 #define LISTS ((int)(sizeof lists / sizeof lists[0]))

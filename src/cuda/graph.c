@@ -751,18 +751,24 @@ static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
  * `limits->per_engine` of any one engine: the heuristics rank what they list, and on
  * the H200 the fastest configuration of ResNet-50's and MobileNetV2's layers was among
  * the first few of its engine, where the tail of the lists (the fallback mode's generic
- * engines) never won and cost Find a plan finalization each. */
+ * engines) never won and cost Find a plan finalization each.
+ * A runtime-compiled configuration is kept only as the first of the list, where the
+ * heuristics expect it to be the fastest: its compilation (100-300 ms on the H200, ten
+ * thousand runs of a MobileNetV2 layer at N=1) costs more than the rest of the layer's
+ * Find.  Placed lower it was never chosen there: 0 of 45 (MobileNetV2's depthwise
+ * layers of NCHW callers in strict f32, TF32 and split, N=32 and N=1), whose compilation
+ * took 1.1-1.9 s of each network's Finds; placed first, 134 of 155 were chosen
+ * (bench/results/gpu_20261204/run2). */
 static int prune_listed(cf_cudnn_config *c, int n, const cf_cudnn_limits *limits)
 {
-    int k = 0, compiled = 0;
+    int k = 0;
     for (int i = 0; i < n && k < limits->listed; i++) {
         int same = 0;
         for (int j = 0; j < k; j++)
             same += c[j].engine == c[i].engine;
-        if (same >= limits->per_engine ||
-            (c[i].runtime_compiled && compiled >= limits->runtime_compiled))
+        const bool compiled_ok = limits->runtime_compiled && i == 0;
+        if (same >= limits->per_engine || (c[i].runtime_compiled && !compiled_ok))
             continue;
-        compiled += c[i].runtime_compiled;
         c[k++] = c[i];
     }
     return k;

@@ -111,7 +111,8 @@ typedef enum cf_cudnn_kind { CF_CUDNN_PLAIN, CF_CUDNN_SPLIT, CF_CUDNN_FUSED } cf
 typedef struct cf_cudnn_limits {
     int listed;     /* of the heuristics' lists, in their order */
     int per_engine; /* of those, at most this many of one engine */
-    int runtime_compiled; /* of those, at most this many runtime-compiled ones */
+    bool runtime_compiled; /* keep a runtime-compiled configuration where it heads the
+                              heuristics' list (graph.c, prune_listed, says why) */
     int unlisted;   /* engines of the global list the heuristics do not name (0: none) */
     cf_runtime_compiled offer_compiled; /* where runtime-compiled engines are offered at
                                            all: the context's (cf_cuda_runtime_compiled) */
