@@ -434,15 +434,18 @@ static void dbk_band(const dbk_job *job, size_t index)
     int64_t t1 = (band + 1) * tiles / job->bands;
     for (int64_t t0 = band * tiles / job->bands; t0 < t1; t0 += DBK_SHARE_TILES) {
         int64_t tn = t1 - t0 < DBK_SHARE_TILES ? t1 - t0 : DBK_SHARE_TILES;
+        /* A tile's place is the same in every share: found once, narrowed per share. */
+        cf_dbk_tile whole[DBK_SHARE_TILES];
+        cf_dbk_store st[DBK_SHARE_TILES];
+        for (int64_t i = 0; i < tn; i++)
+            dbk_tile_at(job, n, grp, obg * job->nb, t0 + i, &whole[i], &st[i]);
         for (int64_t cb = 0; cb < g->cbg; cb += job->share_cb) {
             int ncb = (int)(g->cbg - cb < job->share_cb ? g->cbg - cb : job->share_cb);
             for (int64_t k = 0; k < g->ntaps; k += job->share_taps) {
                 int nt = (int)(g->ntaps - k < job->share_taps ? g->ntaps - k : job->share_taps);
                 bool first = cb == 0 && k == 0, last = cb + ncb == g->cbg && k + nt == g->ntaps;
                 for (int64_t i = 0; i < tn; i++) {
-                    cf_dbk_tile tl;
-                    cf_dbk_store st;
-                    dbk_tile_at(job, n, grp, obg * job->nb, t0 + i, &tl, &st);
+                    cf_dbk_tile tl = whole[i];
                     tl.x += cb * g->x_cb;
                     tl.w += cb * tl.w_cb + k * vl * vl;
                     tl.ncb = ncb;
@@ -450,7 +453,7 @@ static void dbk_band(const dbk_job *job, size_t index)
                     tl.ntaps = nt;
                     tl.acc_in = first ? NULL : part + (size_t)i * slot;
                     tl.acc_out = last ? NULL : part + (size_t)i * slot;
-                    job->k->tile(&tl, &st);
+                    job->k->tile(&tl, &st[i]);
                 }
             }
         }
