@@ -232,7 +232,8 @@ static void cudnn_release(void *state)
  * candidates over ResNet-50's layers at the same kernel totals
  * (bench/results/gpu_20261202/run13).  Split lists
  * are for a validating Find under CONVFIND_MATH_ALLOW_SPLIT_TF32 only; fused ones exist
- * where the problem has an epilogue cuDNN can fuse.  On the H200 the winner was mode A's
+ * where the problem has an epilogue cuDNN can fuse, and are not asked for again once a
+ * problem of the same pattern got none on the device (fused_pattern).  On the H200 the winner was mode A's
  * first configuration of its list in 73% of 700 Finds, and among its first four in 91%
  * (bench/results/gpu_20261202/run5). */
 static const struct {
@@ -253,6 +254,35 @@ static const struct {
 };
 #define LISTS ((int)(sizeof lists / sizeof lists[0]))
 
+/* Alignment class of a channel count: 0, 1, 2 or 3 for a largest power-of-two divisor
+ * of 1, 2, 4 or 8 and more (engines' vector widths). */
+static uint64_t align_class(int64_t n)
+{
+    return n % 8 == 0 ? 3 : n % 4 == 0 ? 2 : n % 2 == 0 ? 1 : 0;
+}
+
+/* What decides, as far as a Find can tell, whether cuDNN has fused configurations for a
+ * problem: the layout, element type and math mode, the epilogue (bias, residual,
+ * activation), the spatial rank, a 1x1 kernel or not, the grouping (none, depthwise,
+ * other) and the alignment of the channels per group.  Problems that share it share
+ * the answer to "does the fused list come back empty" (cf_cuda_fused_known_empty). */
+static uint64_t fused_pattern(const cf_problem *p)
+{
+    const int64_t cg = p->c / p->group, mg = p->m / p->group;
+    const uint64_t grouping = p->group == 1 ? 0 : (cg == 1 ? 1 : 2);
+    uint64_t v = (uint64_t)p->layout & 0xff;
+    v = v << 8 | ((uint64_t)p->dtype & 0xff);
+    v = v << 8 | ((uint64_t)p->math_mode & 0xff);
+    v = v << 8 | ((uint64_t)p->act & 0xff);
+    v = v << 2 | (uint64_t)p->has_bias << 1 | (uint64_t)p->has_residual;
+    v = v << 2 | (uint64_t)(p->nsp & 3);
+    v = v << 1 | (uint64_t)(p->k_sp == 1);
+    v = v << 2 | grouping;
+    v = v << 2 | align_class(cg);
+    v = v << 2 | align_class(mg);
+    return v;
+}
+
 int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigned extra,
                            char (*names)[64], int cap)
 {
@@ -261,11 +291,13 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
     const convfind_layout other = p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
                                                                    : CONVFIND_LAYOUT_NHWC;
     enum { EACH = 32 };
+    const uint64_t pattern = fused_pattern(p);
     cf_cuda_list_job jobs[LISTS];
     cf_cudnn_config *c = calloc((size_t)LISTS * EACH, sizeof *c);
     int n = 0;
     for (int l = 0; c && l < LISTS; l++) {
-        if (lists[l].kind == CF_CUDNN_SPLIT && !(extra & CF_CUDA_VARIANTS_SPLIT))
+        if ((lists[l].kind == CF_CUDNN_SPLIT && !(extra & CF_CUDA_VARIANTS_SPLIT)) ||
+            (lists[l].kind == CF_CUDNN_FUSED && cf_cuda_fused_known_empty(d, pattern)))
             continue;
         jobs[n] = (cf_cuda_list_job){.p = p, .layout = lists[l].other_layout ? other : p->layout,
                                      .kind = lists[l].kind, .limits = lists[l].limits,
@@ -276,6 +308,9 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
         n++;
     }
     cf_cuda_list(cf_cuda_device_lister(d), d, jobs, n);
+    for (int j = 0; j < n; j++)
+        if (jobs[j].kind == CF_CUDNN_FUSED && jobs[j].count == 0 && cf_cudnn_fusable(p))
+            cf_cuda_fused_note_empty(d, pattern);
     /* Interleaved: a Find whose time budget runs out has still tried the best guesses
      * of each list. */
     for (int i = 0; i < EACH && count < cap; i++)

@@ -20,11 +20,13 @@ struct cf_cuda_device {
     size_t workspace_limit;
     cf_runtime_compiled runtime_compiled;
     pthread_key_t key;
-    pthread_mutex_t mu;          /* guards the thread list and the lister's start, never
-                                    the execution path */
+    pthread_mutex_t mu;          /* guards the thread list, the lister's start and the
+                                    empty fused patterns, never the execution path */
     cf_cuda_thread *threads;
     cf_cuda_lister *lister;      /* started by the first Find (lister.h) */
     bool lister_tried;
+    uint64_t fused_empty[64];    /* cf_cuda_fused_known_empty; beyond 64 none is added */
+    int fused_empty_count;
 };
 
 convfind_status cf_cuda_fail(int err, const char *what)
@@ -166,6 +168,30 @@ cf_cuda_lister *cf_cuda_device_lister(const cf_cuda_device *cd)
     cf_cuda_lister *l = d->lister;
     pthread_mutex_unlock(&d->mu);
     return l;
+}
+
+bool cf_cuda_fused_known_empty(const cf_cuda_device *cd, uint64_t pattern)
+{
+    cf_cuda_device *d = (cf_cuda_device *)cd; /* the lock only */
+    bool known = false;
+    pthread_mutex_lock(&d->mu);
+    for (int i = 0; i < d->fused_empty_count && !known; i++)
+        known = d->fused_empty[i] == pattern;
+    pthread_mutex_unlock(&d->mu);
+    return known;
+}
+
+void cf_cuda_fused_note_empty(const cf_cuda_device *cd, uint64_t pattern)
+{
+    cf_cuda_device *d = (cf_cuda_device *)cd; /* only the patterns change */
+    pthread_mutex_lock(&d->mu);
+    bool known = false;
+    for (int i = 0; i < d->fused_empty_count && !known; i++)
+        known = d->fused_empty[i] == pattern;
+    const int cap = (int)(sizeof d->fused_empty / sizeof d->fused_empty[0]);
+    if (!known && d->fused_empty_count < cap)
+        d->fused_empty[d->fused_empty_count++] = pattern;
+    pthread_mutex_unlock(&d->mu);
 }
 
 size_t cf_cuda_workspace_limit(const cf_cuda_device *d)

@@ -66,6 +66,14 @@ convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *
 
 /* The context's workspace limit in bytes (0: unlimited); executions over it fail with
  * CONVFIND_ERR_UNSUPPORTED, and Find marks such configurations not applicable. */
+/* Fused-epilogue patterns (algos.c, fused_pattern) whose list came back empty on this
+ * device: a later Find of a problem with the same pattern does not ask again.  cuDNN's
+ * heuristics answered some epilogues (a residual add and a ReLU) in 20-80 ms per Find on
+ * the H200 and offered no configuration for any of them.  Thread-safe; the patterns
+ * live as long as the device (at most 64). */
+bool cf_cuda_fused_known_empty(const cf_cuda_device *d, uint64_t pattern);
+void cf_cuda_fused_note_empty(const cf_cuda_device *d, uint64_t pattern);
+
 size_t cf_cuda_workspace_limit(const cf_cuda_device *d);
 
 /* Where the context's Find offers runtime-compiled cuDNN engines (graph.h). */
