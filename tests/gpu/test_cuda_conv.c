@@ -13,7 +13,8 @@
  * graph.h; a validating Find's list under CONVFIND_MATH_ALLOW_SPLIT_TF32 only, never
  * under strict math) must be as close to the reference as the validating Find
  * requires, CF_CUDNN_SPLIT_TOL, a tenth of the strict tolerance; the worst errors of
- * split and plain f32 configurations are printed side by side.  A failure names what
+ * split and plain f32 configurations are printed side by side.  Last, two problems of
+ * one fused-epilogue pattern must both get fused configurations (check_fused_kept).  A failure names what
  * ran last (gu_doing): a sticky CUDA error surfaces only at the next synchronization.
  * Exits 77 (skip) without a GPU.
  */
@@ -167,6 +168,52 @@ static void check_config(convfind_context *ctx, const convfind_problem *p, gu_da
     cudnn->release(state);
 }
 
+/* "+ep" configurations in the candidate list of a 1x1 f16 NHWC Conv with a bias (the
+ * form of MobileNetV2's projections, where fused configurations won), c -> m channels. */
+static int fused_listed(convfind_context *ctx, int64_t c, int64_t m, int64_t hw,
+                        const cf_algo **algos, cf_candidate_stats *listed, int cap)
+{
+    convfind_conv_desc d;
+    convfind_conv_desc_init(&d);
+    d.dtype = CONVFIND_DTYPE_F16;
+    d.layout = CONVFIND_LAYOUT_NHWC;
+    d.x_rank = d.w_rank = 4;
+    const int64_t x[4] = {1, c, hw, hw}, w[4] = {m, c, 1, 1};
+    memcpy(d.x_dims, x, sizeof x);
+    memcpy(d.w_dims, w, sizeof w);
+    d.has_bias = true;
+    convfind_problem *p = gu_problem(&d);
+    memset(listed, 0, (size_t)cap * sizeof *listed);
+    const int n = ctx->backend->find->enumerate(ctx->device, p, 0, CF_FIND_LIST_INEXACT, algos,
+                                                listed, cap);
+    int fused = 0;
+    for (int i = 0; i < n; i++)
+        fused += strstr(listed[i].algo, "+ep") != NULL;
+    convfind_problem_destroy(p);
+    return fused;
+}
+
+/* The device remembers the fused patterns whose list came back empty and skips them
+ * (src/cuda/algos.c); a pattern that had fused configurations must keep them for the
+ * next problem of that pattern. */
+static void check_fused_kept(const cf_algo **algos, cf_candidate_stats *listed, int cap)
+{
+    convfind_context *ctx = gu_context(CONVFIND_FIND_HEURISTIC, NULL);
+    const int first = fused_listed(ctx, 32, 16, 28, algos, listed, cap);
+    const int second = fused_listed(ctx, 64, 32, 14, algos, listed, cap);
+    if (first == 0) {
+        printf("SKIP fused check: cuDNN listed no fused configuration for a 1x1 f16 NHWC Conv "
+               "with a bias on this device, so there was nothing to keep\n");
+    } else if (second == 0) {
+        printf("FAIL: a second problem of a fused pattern with %d fused configurations got "
+               "none\n", first);
+        failures++;
+    } else {
+        printf("fused configurations of one pattern: %d, then %d\n", first, second);
+    }
+    convfind_context_destroy(ctx);
+}
+
 int main(void)
 {
     gu_require_gpu();
@@ -245,6 +292,7 @@ int main(void)
         gu_data_free(&d);
         convfind_problem_destroy(p);
     }
+    check_fused_kept(algos, listed, cap);
     convfind_context_stats s = {.struct_size = sizeof s};
     gu_check(convfind_context_stats_get(tuned, &s), "stats");
     printf("cuDNN configurations: %d correct (%d padded, %d split), %d refused by cuDNN; Find "
