@@ -224,8 +224,9 @@ static void cudnn_release(void *state)
  * faster (NHWC tensor-core engines for an NCHW caller), which their first configurations
  * show.  A runtime-compiled engine costs tens to hundreds of milliseconds of compilation
  * (graph.c says when they are offered): the caller's layout keeps one where it heads
- * the list (prune_listed), the other layout none (on the H200 the depthwise layers they exist for were always won in
- * the caller's layout, while compiling the other layout's took 140-420 ms per Find).
+ * the list (prune_listed), the other layout none (on the H200 the depthwise layers
+ * they exist for were always won in the caller's layout, while compiling the other
+ * layout's took 140-420 ms per Find).
  * Fused lists and the other layout's keep mode A's configurations only: the fallback
  * mode's (engine 0, a generic kernel, 4-10 ms where the winners took 0.03-0.2 ms) and
  * the unlisted engines never won there; without them strict f32 Finds try 22 fewer
@@ -233,8 +234,9 @@ static void cudnn_release(void *state)
  * (bench/results/gpu_20261202/run13).  Split lists
  * are for a validating Find under CONVFIND_MATH_ALLOW_SPLIT_TF32 only; fused ones exist
  * where the problem has an epilogue cuDNN can fuse, and are not asked for again once a
- * problem of the same pattern got none on the device (fused_pattern).  On the H200 the winner was mode A's
- * first configuration of its list in 73% of 700 Finds, and among its first four in 91%
+ * problem of the same pattern got none on the device (fused_pattern).  On the H200 the
+ * winner was mode A's first configuration of its list in 73% of 700 Finds, and among
+ * its first four in 91%
  * (bench/results/gpu_20261202/run5). */
 static const struct {
     cf_cudnn_kind kind;

@@ -13,8 +13,9 @@
  * graph.h; a validating Find's list under CONVFIND_MATH_ALLOW_SPLIT_TF32 only, never
  * under strict math) must be as close to the reference as the validating Find
  * requires, CF_CUDNN_SPLIT_TOL, a tenth of the strict tolerance; the worst errors of
- * split and plain f32 configurations are printed side by side.  Last, two problems of
- * one fused-epilogue pattern must both get fused configurations (check_fused_kept).  A failure names what
+ * split and plain f32 configurations are printed side by side.  Last, two problems
+ * of one fused-epilogue pattern must both get fused configurations
+ * (check_fused_kept).  A failure names what
  * ran last (gu_doing): a sticky CUDA error surfaces only at the next synchronization.
  * Exits 77 (skip) without a GPU.
  */
