@@ -170,13 +170,20 @@ cf_cuda_lister *cf_cuda_device_lister(const cf_cuda_device *cd)
     return l;
 }
 
+/* Whether `pattern` is among d's empty fused patterns; d->mu held. */
+static bool fused_empty_has(const cf_cuda_device *d, uint64_t pattern)
+{
+    for (int i = 0; i < d->fused_empty_count; i++)
+        if (d->fused_empty[i] == pattern)
+            return true;
+    return false;
+}
+
 bool cf_cuda_fused_known_empty(const cf_cuda_device *cd, uint64_t pattern)
 {
     cf_cuda_device *d = (cf_cuda_device *)cd; /* the lock only */
-    bool known = false;
     pthread_mutex_lock(&d->mu);
-    for (int i = 0; i < d->fused_empty_count && !known; i++)
-        known = d->fused_empty[i] == pattern;
+    const bool known = fused_empty_has(d, pattern);
     pthread_mutex_unlock(&d->mu);
     return known;
 }
@@ -184,12 +191,9 @@ bool cf_cuda_fused_known_empty(const cf_cuda_device *cd, uint64_t pattern)
 void cf_cuda_fused_note_empty(const cf_cuda_device *cd, uint64_t pattern)
 {
     cf_cuda_device *d = (cf_cuda_device *)cd; /* only the patterns change */
-    pthread_mutex_lock(&d->mu);
-    bool known = false;
-    for (int i = 0; i < d->fused_empty_count && !known; i++)
-        known = d->fused_empty[i] == pattern;
     const int cap = (int)(sizeof d->fused_empty / sizeof d->fused_empty[0]);
-    if (!known && d->fused_empty_count < cap)
+    pthread_mutex_lock(&d->mu);
+    if (!fused_empty_has(d, pattern) && d->fused_empty_count < cap)
         d->fused_empty[d->fused_empty_count++] = pattern;
     pthread_mutex_unlock(&d->mu);
 }
