@@ -37,7 +37,7 @@
  * cf_algo, cf_exec_args, cf_candidate_stats, cf_fingerprint, cf_backend_config).  A
  * module is used only when it was built against the same interface and the same library
  * version. */
-#define CF_BACKEND_ABI 6
+#define CF_BACKEND_ABI 7
 
 /* A backend's own per-context state; each backend defines what it holds. */
 typedef struct cf_backend_state cf_backend_state;
@@ -138,6 +138,14 @@ typedef struct cf_find_hooks {
      * `name` (unvetted: a validating Find only) and returns how many. */
     int (*neighbors)(cf_find_bench *b, const char *name, char (*names)[CF_ALGO_NAME_MAX],
                      int cap);
+    /* Optional: the outcome of a completed Find of `p` on state `s`, its `n` candidates
+     * in rank order (ranked[0] is the choice, timed to the end); far[i] is true for those
+     * whose time was beyond saving against the choice (find.h, the first-run abandon
+     * rule).  Lets a backend leave hopeless candidates out of later lists; it may change
+     * only what later Finds try, never what is correct.  Called on the Find's thread,
+     * possibly on several threads at once. */
+    void (*learn)(const cf_backend_state *s, const cf_problem *p,
+                  const cf_candidate_stats *ranked, const bool *far, int n);
     /* A sample should last about this long (ms): the batch is sized from a first,
      * single-run sample.  0: every sample is one run, and there is no first sample. */
     double sample_target_ms;

@@ -263,12 +263,13 @@ static uint64_t align_class(int64_t n)
     return n % 8 == 0 ? 3 : n % 4 == 0 ? 2 : n % 2 == 0 ? 1 : 0;
 }
 
-/* What decides, as far as a Find can tell, whether cuDNN has fused configurations for a
- * problem: the layout, element type and math mode, the epilogue (bias, residual,
- * activation), the spatial rank, a 1x1 kernel or not, the grouping (none, depthwise,
- * other) and the alignment of the channels per group.  Problems that share it share
- * the answer to "does the fused list come back empty" (cf_cuda_fused_known_empty). */
-static uint64_t fused_pattern(const cf_problem *p)
+/* What decides, as far as a Find can tell, which configurations cuDNN has for a problem
+ * and how they fare: the layout, element type and math mode, the epilogue (bias,
+ * residual, activation), the spatial rank, a 1x1 kernel or not, the grouping (none,
+ * depthwise, other) and the alignment of the channels per group.  Problems that share
+ * it share the answer to "does the fused list come back empty"
+ * (cf_cuda_fused_known_empty), and their lists share the engines' record (list_pattern). */
+static uint64_t problem_pattern(const cf_problem *p)
 {
     const int64_t cg = p->c / p->group, mg = p->m / p->group;
     const uint64_t grouping = p->group == 1 ? 0 : (cg == 1 ? 1 : 2);
@@ -285,6 +286,17 @@ static uint64_t fused_pattern(const cf_problem *p)
     return v;
 }
 
+/* The pattern of one list of p's: the problem's, the layout the engines run in, and
+ * the kind of configuration (device.h, cf_cuda_outcome_note).  A generic engine that
+ * is hopeless for one kind in one layout may win another: the fallback list's engine 0
+ * was tens of times slower than the choice in every strict f32 Find of ResNet-50's
+ * layers on the H200 and the choice for MobileNetV2's NCHW depthwise layers. */
+static uint64_t list_pattern(const cf_problem *p, convfind_layout layout, bool split, bool fused)
+{
+    return problem_pattern(p) << 3 | (uint64_t)(layout == CONVFIND_LAYOUT_NHWC) << 2 |
+           (uint64_t)split << 1 | (uint64_t)fused;
+}
+
 int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigned extra,
                            char (*names)[64], int cap)
 {
@@ -293,7 +305,7 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
     const convfind_layout other = p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
                                                                    : CONVFIND_LAYOUT_NHWC;
     enum { EACH = 32 };
-    const uint64_t pattern = fused_pattern(p);
+    const uint64_t pattern = problem_pattern(p);
     cf_cuda_list_job jobs[LISTS];
     cf_cudnn_config *c = calloc((size_t)LISTS * EACH, sizeof *c);
     int n = 0;
@@ -305,6 +317,9 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
                                      .kind = lists[l].kind, .limits = lists[l].limits,
                                      .out = c + (size_t)l * EACH, .cap = EACH};
         jobs[n].limits.offer_compiled = cf_cuda_runtime_compiled(d);
+        cf_cuda_hopeless(d, list_pattern(p, jobs[n].layout, jobs[n].kind == CF_CUDNN_SPLIT,
+                                         jobs[n].kind == CF_CUDNN_FUSED),
+                         jobs[n].limits.hopeless);
         if (!(extra & CF_CUDA_VARIANTS_UNLISTED))
             jobs[n].limits.unlisted = 0;
         n++;
@@ -324,6 +339,32 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
     cf_cuda_leave(prev);
     cf_clear_error();
     return count;
+}
+
+void cf_cuda_cudnn_learn(const cf_cuda_device *d, const cf_problem *p,
+                         const cf_candidate_stats *ranked, const bool *far, int n)
+{
+    cf_cudnn_config chosen, c;
+    const bool cudnn_chosen = cf_cudnn_config_parse(ranked[0].algo, &chosen) == CONVFIND_OK;
+    if (cudnn_chosen)
+        cf_cuda_outcome_note(d, list_pattern(p, chosen.layout, chosen.split, chosen.fused),
+                             chosen.engine, true);
+    for (int i = 1; i < n; i++) {
+        if (!far[i] || cf_cudnn_config_parse(ranked[i].algo, &c) != CONVFIND_OK)
+            continue;
+        const uint64_t pattern = list_pattern(p, c.layout, c.split, c.fused);
+        /* Once per Find and engine: another form of the choice's engine is not its loss. */
+        bool seen = cudnn_chosen && c.engine == chosen.engine &&
+                    pattern == list_pattern(p, chosen.layout, chosen.split, chosen.fused);
+        for (int j = 1; j < i && !seen; j++) {
+            cf_cudnn_config o;
+            seen = far[j] && cf_cudnn_config_parse(ranked[j].algo, &o) == CONVFIND_OK &&
+                   o.engine == c.engine && list_pattern(p, o.layout, o.split, o.fused) == pattern;
+        }
+        if (!seen)
+            cf_cuda_outcome_note(d, pattern, c.engine, false);
+    }
+    cf_clear_error();
 }
 
 int cf_cuda_cudnn_neighbors(const cf_problem *p, const cf_cuda_device *d, const char *name,

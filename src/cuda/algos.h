@@ -37,6 +37,13 @@ enum { CF_CUDA_VARIANTS_UNLISTED = 1, CF_CUDA_VARIANTS_SPLIT = 2 };
 int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigned extra,
                            char (*names)[64], int cap);
 
+/* Records on `d` how the cuDNN engines of a completed Find of `p` fared (the learn hook,
+ * algo/backend.h): the choice's engine won, the others beyond saving lost, once per Find
+ * (device.h, cf_cuda_outcome_note).  Names that are not cuDNN configurations are
+ * skipped.  Thread-safe. */
+void cf_cuda_cudnn_learn(const cf_cuda_device *d, const cf_problem *p,
+                         const cf_candidate_stats *ranked, const bool *far, int n);
+
 /* Writes up to `cap` names of the neighbours of cuda.cudnn configuration `name`
  * (cf_cudnn_knob_neighbors: one knob changed within its advertised range) and returns
  * how many; 0 for a name that is not a cuDNN configuration.  Unvetted like the unlisted

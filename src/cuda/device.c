@@ -20,13 +20,21 @@ struct cf_cuda_device {
     size_t workspace_limit;
     cf_runtime_compiled runtime_compiled;
     pthread_key_t key;
-    pthread_mutex_t mu;          /* guards the thread list, the lister's start and the
-                                    empty fused patterns, never the execution path */
+    pthread_mutex_t mu;          /* guards the thread list, the lister's start, the
+                                    empty fused patterns and the engines' outcomes, never
+                                    the execution path */
     cf_cuda_thread *threads;
     cf_cuda_lister *lister;      /* started by the first Find (lister.h) */
     bool lister_tried;
     uint64_t fused_empty[64];    /* cf_cuda_fused_known_empty; beyond 64 none is added */
     int fused_empty_count;
+    struct {                     /* cf_cuda_outcome_note */
+        uint64_t pattern;
+        int64_t engine;
+        int beyond_saving;
+        bool won;
+    } outcomes[CF_CUDA_OUTCOMES];
+    int outcome_count;
 };
 
 convfind_status cf_cuda_fail(int err, const char *what)
@@ -195,6 +203,40 @@ void cf_cuda_fused_note_empty(const cf_cuda_device *cd, uint64_t pattern)
     pthread_mutex_lock(&d->mu);
     if (!fused_empty_has(d, pattern) && d->fused_empty_count < cap)
         d->fused_empty[d->fused_empty_count++] = pattern;
+    pthread_mutex_unlock(&d->mu);
+}
+
+void cf_cuda_outcome_note(const cf_cuda_device *cd, uint64_t pattern, int64_t engine, bool won)
+{
+    cf_cuda_device *d = (cf_cuda_device *)cd; /* only the outcomes change */
+    pthread_mutex_lock(&d->mu);
+    int i = 0;
+    while (i < d->outcome_count &&
+           (d->outcomes[i].pattern != pattern || d->outcomes[i].engine != engine))
+        i++;
+    if (i == d->outcome_count && i < CF_CUDA_OUTCOMES) {
+        d->outcomes[i].pattern = pattern;
+        d->outcomes[i].engine = engine;
+        d->outcomes[i].beyond_saving = 0;
+        d->outcomes[i].won = false;
+        d->outcome_count++;
+    }
+    if (i < d->outcome_count) {
+        d->outcomes[i].won |= won;
+        d->outcomes[i].beyond_saving += !won;
+    }
+    pthread_mutex_unlock(&d->mu);
+}
+
+void cf_cuda_hopeless(const cf_cuda_device *cd, uint64_t pattern, uint64_t mask[4])
+{
+    cf_cuda_device *d = (cf_cuda_device *)cd; /* the lock only */
+    pthread_mutex_lock(&d->mu);
+    for (int i = 0; i < d->outcome_count; i++)
+        if (d->outcomes[i].pattern == pattern && !d->outcomes[i].won &&
+            d->outcomes[i].beyond_saving >= CF_CUDA_HOPELESS_AFTER &&
+            d->outcomes[i].engine < 256)
+            mask[d->outcomes[i].engine / 64] |= 1ull << (d->outcomes[i].engine % 64);
     pthread_mutex_unlock(&d->mu);
 }
 

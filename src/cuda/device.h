@@ -64,9 +64,7 @@ convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *
                                     size_t workspace_limit, cf_runtime_compiled runtime_compiled,
                                     cf_cuda_device **out);
 
-/* The context's workspace limit in bytes (0: unlimited); executions over it fail with
- * CONVFIND_ERR_UNSUPPORTED, and Find marks such configurations not applicable. */
-/* Fused-epilogue patterns (algos.c, fused_pattern) whose list came back empty on this
+/* Fused-epilogue patterns (algos.c, problem_pattern) whose list came back empty on this
  * device: a later Find of a problem with the same pattern does not ask again.  cuDNN's
  * heuristics answered some epilogues (a residual add and a ReLU) in 20-80 ms per Find on
  * the H200 and offered no configuration for any of them.  Thread-safe; the patterns
@@ -74,6 +72,21 @@ convfind_status cf_cuda_device_open(int index, const convfind_device_allocator *
 bool cf_cuda_fused_known_empty(const cf_cuda_device *d, uint64_t pattern);
 void cf_cuda_fused_note_empty(const cf_cuda_device *d, uint64_t pattern);
 
+/* How cuDNN engines fared in this device's Finds, per list pattern (algos.c,
+ * list_pattern): an engine that was beyond saving against the choice in
+ * CF_CUDA_HOPELESS_AFTER Finds of a pattern and never chosen in one is hopeless there,
+ * and lists that widen beyond cuDNN's ranking leave it out (graph.h, cf_cudnn_limits).
+ * note: records one Find's outcome for (pattern, engine), `won` or beyond saving.
+ * hopeless: sets bit e of mask[e / 64] for each hopeless engine e < 256 of `pattern`
+ * (other bits untouched).  Thread-safe; at most CF_CUDA_OUTCOMES (pattern, engine)
+ * pairs are kept for the device's life, later ones are not recorded. */
+#define CF_CUDA_HOPELESS_AFTER 2
+#define CF_CUDA_OUTCOMES 512
+void cf_cuda_outcome_note(const cf_cuda_device *d, uint64_t pattern, int64_t engine, bool won);
+void cf_cuda_hopeless(const cf_cuda_device *d, uint64_t pattern, uint64_t mask[4]);
+
+/* The context's workspace limit in bytes (0: unlimited); executions over it fail with
+ * CONVFIND_ERR_UNSUPPORTED, and Find marks such configurations not applicable. */
 size_t cf_cuda_workspace_limit(const cf_cuda_device *d);
 
 /* Where the context's Find offers runtime-compiled cuDNN engines (graph.h). */

@@ -364,6 +364,12 @@ static int neighbors(cf_find_bench *bn, const char *name, char (*names)[CF_ALGO_
     return cf_cuda_cudnn_neighbors(bn->p, bn->d, name, names, cap);
 }
 
+static void learn(const cf_backend_state *s, const cf_problem *p,
+                  const cf_candidate_stats *ranked, const bool *far, int n)
+{
+    cf_cuda_cudnn_learn((const cf_cuda_device *)s, p, ranked, far, n);
+}
+
 const cf_find_hooks cf_cuda_find_hooks = {
     .enumerate = enumerate,
     .bench_create = bench_create,
@@ -374,6 +380,7 @@ const cf_find_hooks cf_cuda_find_hooks = {
     .sample = sample,
     .synchronize = synchronize,
     .neighbors = neighbors,
+    .learn = learn,
     .sample_target_ms = CF_CUDA_SAMPLE_MS,
     /* A race: each candidate gets CF_CUDA_SCREEN_SAMPLES samples, the close ones a final
      * round in turns (find.h). */

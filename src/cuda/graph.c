@@ -698,7 +698,8 @@ done:
     return excluded;
 }
 
-/* Appends engines of the graph's global list that the heuristics did not name, with
+/* Appends engines of the graph's global list that the heuristics did not name and that
+ * are not hopeless (limits), with
  * their default knobs, from the first UNLISTED_SCAN of that list.  The heuristic modes
  * rank only the engines they model: under strict f32 math on the H200 they never offered
  * the engine behind the legacy API's non-fused Winograd algorithm, which runs ResNet-50's
@@ -710,16 +711,21 @@ done:
  * f16 problem and computed wrong results, hence only validating Finds ask for these. */
 #define UNLISTED_SCAN 16
 
+static bool hopeless(const cf_cudnn_limits *limits, int64_t engine)
+{
+    return engine >= 0 && engine < 256 && (limits->hopeless[engine / 64] >> (engine % 64) & 1);
+}
+
 static void add_global_engines(cudnnBackendDescriptor_t g, const cf_problem *p,
-                               const cf_cudnn_config *form, cf_cudnn_config *out, int cap,
-                               int *count)
+                               const cf_cudnn_config *form, const cf_cudnn_limits *limits,
+                               cf_cudnn_config *out, int cap, int *count)
 {
     int64_t total = 0, got = 0;
     if (cudnnBackendGetAttribute(g, CUDNN_ATTR_OPERATIONGRAPH_ENGINE_GLOBAL_COUNT,
                                  CUDNN_TYPE_INT64, 1, &got, &total) != 0)
         total = 0;
     for (int64_t id = 0; id < total && id < UNLISTED_SCAN && *count < cap; id++) {
-        bool named = false;
+        bool named = hopeless(limits, id);
         for (int j = 0; j < *count && !named; j++)
             named = out[j].engine == id;
         if (named)
@@ -818,11 +824,18 @@ convfind_status cf_cudnn_enumerate(cudnnHandle_t handle, const cf_problem *p,
         int listed = 0;
         const int excluded = add_mode(g.graph, CUDNN_HEUR_MODE_A, &q, &form, all, ALL, &listed);
         const bool widen = limits->widen && listed < limits->listed && excluded > 0;
-        if (widen)
+        if (widen) {
+            const int from_a = listed;
             add_mode(g.graph, CUDNN_HEUR_MODE_FALLBACK, &q, &form, all, ALL, &listed);
+            int kept = from_a;
+            for (int i = from_a; i < listed; i++)
+                if (!hopeless(limits, all[i].engine))
+                    all[kept++] = all[i];
+            listed = kept;
+        }
         const int named = listed;
         if (widen && limits->unlisted > 0)
-            add_global_engines(g.graph, &q, &form, all,
+            add_global_engines(g.graph, &q, &form, limits, all,
                                named + limits->unlisted < ALL ? named + limits->unlisted : ALL,
                                &listed);
         const int kept = prune_listed(all, named, limits);

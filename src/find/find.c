@@ -234,6 +234,21 @@ static bool far_slower(double ms, double best_ms)
            ms > CF_FIND_FIRST_ABANDON_RATIO * best_ms + CF_FIND_FIRST_ABANDON_SLACK_MS;
 }
 
+/* Tells the backend (hooks->learn) how a completed Find ended: which candidates were
+ * beyond saving against the choice, by the rule that abandons a first run. */
+static void learn(const cf_backend *b, const cf_backend_state *s, const cf_problem *p,
+                  const cf_candidate_stats *ranked, int n)
+{
+    bool *far;
+    if (!b->find->learn || n < 1 || ranked[0].status != CF_CAND_OK ||
+        !(far = calloc((size_t)n, sizeof *far)))
+        return;
+    for (int i = 1; i < n; i++)
+        far[i] = ranked[i].repeats > 0 && far_slower(ranked[i].median_ms, ranked[0].median_ms);
+    b->find->learn(s, p, ranked, far, n);
+    free(far);
+}
+
 /* Measures candidate i into its statistics.  `best_ms` is the best median so far (0:
  * none); `share_s` its time allowance.  Returns an error only when cancelled or when the
  * backend's synchronize() says the device can run nothing more. */
@@ -566,6 +581,7 @@ convfind_status cf_find_measure(const cf_backend *b, const cf_backend_state *s,
     }
     if (st == CONVFIND_OK) {
         cf_find_rank(f.c.stats, n, pick);
+        learn(b, s, p, f.c.stats, n);
         if (!(out->candidates = malloc((size_t)n * sizeof *out->candidates)))
             st = cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate %d candidates", n);
     }

@@ -61,6 +61,9 @@
  *      CF_FIND_MARGIN of the fastest, the smallest workspace, then the earliest in list
  *      order.  With nothing timed to the end, the backend's reference if it was
  *      ABANDONED, else the first ABANDONED one.
+ *   7. With a choice timed to the end, the backend's learn hook hears the ranked list and
+ *      which candidates were beyond saving against the choice (the rule of step 3's
+ *      first-run abandon, on their medians).
  * Time spent is the host clock's, never less than what the runs reported (a device's
  * events; a test's fake backend, whose runs take no time).
  * CONVFIND_FIND_TRACE=1 in the environment prints one line per measured candidate on

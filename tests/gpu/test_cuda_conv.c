@@ -15,7 +15,9 @@
  * requires, CF_CUDNN_SPLIT_TOL, a tenth of the strict tolerance; the worst errors of
  * split and plain f32 configurations are printed side by side.  Last, two problems
  * of one fused-epilogue pattern must both get fused configurations
- * (check_fused_kept).  A failure names what
+ * (check_fused_kept), and an engine that widened a strict f32 list must leave the
+ * widened lists of its pattern, and only those, once Find found it beyond saving there
+ * twice (check_hopeless_left_out).  A failure names what
  * ran last (gu_doing): a sticky CUDA error surfaces only at the next synchronization.
  * Exits 77 (skip) without a GPU.
  */
@@ -215,6 +217,107 @@ static void check_fused_kept(const cf_algo **algos, cf_candidate_stats *listed, 
     convfind_context_destroy(ctx);
 }
 
+/* A strict f32 NCHW 3x3 Conv, c -> m channels on hw x hw, with or without a bias:
+ * ResNet's layers, whose validating lists widen beyond mode A's. */
+static convfind_problem *strict_3x3(int64_t c, int64_t m, int64_t hw, bool bias)
+{
+    convfind_conv_desc d;
+    convfind_conv_desc_init(&d);
+    d.x_rank = d.w_rank = 4;
+    const int64_t x[4] = {1, c, hw, hw}, w[4] = {m, c, 3, 3};
+    memcpy(d.x_dims, x, sizeof x);
+    memcpy(d.w_dims, w, sizeof w);
+    d.pads.count = 4;
+    for (int i = 0; i < 4; i++)
+        d.pads.v[i] = 1;
+    d.has_bias = bias;
+    return gu_problem(&d);
+}
+
+/* Whether `engine` (a name prefix such as "cuda.cudnn:nchw:e7") is among listed[0..n). */
+static bool lists_engine(const cf_candidate_stats *listed, int n, const char *engine)
+{
+    const size_t len = strlen(engine);
+    for (int i = 0; i < n; i++)
+        if (strncmp(listed[i].algo, engine, len) == 0 &&
+            (listed[i].algo[len] == 0 || listed[i].algo[len] == ':'))
+            return true;
+    return false;
+}
+
+/* The validating list of `p` on `ctx`'s device, into listed; how many. */
+static int validating_list(convfind_context *ctx, convfind_problem *p, const cf_algo **algos,
+                           cf_candidate_stats *listed, int cap)
+{
+    memset(listed, 0, (size_t)cap * sizeof *listed);
+    return ctx->backend->find->enumerate(ctx->device, p, 0, CF_FIND_LIST_VALIDATING, algos,
+                                         listed, cap);
+}
+
+/* An engine that only the widening brought into a strict f32 list (an unlisted one: in
+ * the validating list, not in the heuristics-only one), reported beyond saving by two
+ * Finds of that pattern (the learn hook, as find.c calls it), must be gone from the
+ * pattern's validating lists, and stay in those of a problem of another pattern (no
+ * bias).  One report is not enough. */
+static void check_hopeless_left_out(const cf_algo **algos, cf_candidate_stats *listed, int cap)
+{
+    convfind_context *ctx = gu_context(CONVFIND_FIND_HEURISTIC, NULL);
+    const cf_find_hooks *hooks = ctx->backend->find;
+    convfind_problem *a = strict_3x3(64, 64, 28, true), *b = strict_3x3(128, 128, 14, true);
+    convfind_problem *other = strict_3x3(64, 64, 28, false);
+    cf_candidate_stats *plain = calloc((size_t)cap, sizeof *plain);
+    if (!plain)
+        gu_check(CONVFIND_ERR_OUT_OF_MEMORY, "candidate lists");
+    const int np = hooks->enumerate(ctx->device, a, 0, CF_FIND_LIST_INEXACT, algos, plain, cap);
+    int n = validating_list(ctx, a, algos, listed, cap);
+    char engine[CF_ALGO_NAME_MAX] = "";
+    for (int i = 0; i < n && !engine[0]; i++) {
+        const char *name = listed[i].algo;
+        const char *colon = strncmp(name, "cuda.cudnn:nchw:e", 17) == 0 ? strchr(name + 17, ':')
+                                                                        : NULL;
+        const size_t len = colon ? (size_t)(colon - name) : strlen(name);
+        snprintf(engine, sizeof engine, "%.*s", (int)len, name);
+        if (strncmp(name, "cuda.cudnn:nchw:e", 17) != 0 || lists_engine(plain, np, engine))
+            engine[0] = 0;
+    }
+    const bool b_had =
+        engine[0] && lists_engine(listed, validating_list(ctx, b, algos, listed, cap), engine);
+    const bool other_had = engine[0] && lists_engine(listed, validating_list(ctx, other, algos,
+                                                                               listed, cap),
+                                                      engine);
+    if (!engine[0] || !b_had || !other_had) {
+        printf("SKIP hopeless check: no unlisted NCHW engine widened all three strict f32 3x3 "
+               "lists on this device (%d and %d configurations listed)\n", np, n);
+    } else {
+        cf_candidate_stats ranked[2] = {{.status = CF_CAND_OK}, {.status = CF_CAND_ABANDONED}};
+        snprintf(ranked[0].algo, sizeof ranked[0].algo, "%s", plain[0].algo);
+        snprintf(ranked[1].algo, sizeof ranked[1].algo, "%s", engine);
+        const bool far[2] = {false, true};
+        hooks->learn(ctx->device, a, ranked, far, 2);
+        const bool after_one = lists_engine(listed, validating_list(ctx, b, algos, listed, cap),
+                                            engine);
+        hooks->learn(ctx->device, b, ranked, far, 2);
+        const bool after_two = lists_engine(listed, validating_list(ctx, a, algos, listed, cap),
+                                            engine);
+        const bool other_after = lists_engine(listed, validating_list(ctx, other, algos, listed,
+                                                                      cap), engine);
+        if (!after_one || after_two || !other_after) {
+            printf("FAIL: %s widened the list: after one report %s, after two %s, for "
+                   "another pattern %s\n", engine, after_one ? "listed" : "gone",
+                   after_two ? "listed" : "gone", other_after ? "listed" : "gone");
+            failures++;
+        } else {
+            printf("hopeless engine %s: listed after one report, gone after two, kept for "
+                   "another pattern\n", engine);
+        }
+    }
+    free(plain);
+    convfind_problem_destroy(a);
+    convfind_problem_destroy(b);
+    convfind_problem_destroy(other);
+    convfind_context_destroy(ctx);
+}
+
 int main(void)
 {
     gu_require_gpu();
@@ -294,6 +397,7 @@ int main(void)
         convfind_problem_destroy(p);
     }
     check_fused_kept(algos, listed, cap);
+    check_hopeless_left_out(algos, listed, cap);
     convfind_context_stats s = {.struct_size = sizeof s};
     gu_check(convfind_context_stats_get(tuned, &s), "stats");
     printf("cuDNN configurations: %d correct (%d padded, %d split), %d refused by cuDNN; Find "

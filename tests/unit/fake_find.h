@@ -30,6 +30,21 @@ cf_candidate_status ff_prepare(cf_find_bench *b, const cf_algo *a, cf_candidate_
                                cf_find_ready **out);
 void ff_release(cf_find_bench *b, cf_find_ready *r);
 
+/* A fake algorithm whose every run costs run_ms (what the tests' check() and sample()
+ * report); cf_algo first, so a prepared candidate's algo is its ff_timed. */
+typedef struct ff_timed {
+    cf_algo algo;
+    double run_ms;
+} ff_timed;
+
+#define FF_TIMED(name_, ms_) {.algo = FF_ALGO(name_), .run_ms = ms_}
+
+/* The ff_timed a candidate was prepared for. */
+static inline const ff_timed *ff_timed_of(const cf_find_ready *r)
+{
+    return (const ff_timed *)r->algo;
+}
+
 /* The cf_find_hooks fields above. */
 #define FF_HOOKS                                                                            \
     .bench_create = ff_bench_create, .bench_destroy = ff_bench_destroy,                     \

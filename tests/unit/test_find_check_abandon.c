@@ -23,17 +23,10 @@
 #include "fake_find.h"
 #include "find/find.h"
 
-/* Each fake algorithm's cost of one run, in ms; what its samples report. */
-typedef struct fake_algo {
-    cf_algo algo;
-    double run_ms;
-} fake_algo;
-
-#define FAKE(name_, ms_) {.algo = FF_ALGO(name_), .run_ms = ms_}
-static const fake_algo fast = FAKE("test.fast", 1.0);
-static const fake_algo close_one = FAKE("test.close", 1.2);
-static const fake_algo slow = FAKE("test.slow", 40.0);
-static const fake_algo reference = FAKE("test.reference", 100.0);
+static const ff_timed fast = FF_TIMED("test.fast", 1.0);
+static const ff_timed close_one = FF_TIMED("test.close", 1.2);
+static const ff_timed slow = FF_TIMED("test.slow", 40.0);
+static const ff_timed reference = FF_TIMED("test.reference", 100.0);
 
 static const cf_algo *const all[] = {&fast.algo, &close_one.algo, &slow.algo, &reference.algo};
 
@@ -55,17 +48,11 @@ static int index_of(const cf_algo *a)
     return -1;
 }
 
-/* The fake_algo a candidate was prepared for: cf_algo is fake_algo's first member. */
-static const fake_algo *fake_of(const cf_find_ready *r)
-{
-    return (const fake_algo *)r->algo;
-}
-
 static bool check(cf_find_bench *b, cf_find_ready *r, int *runs, double *ms)
 {
     (void)b;
     *runs = 2;
-    *ms = check_times ? fake_of(r)->run_ms : 0;
+    *ms = check_times ? ff_timed_of(r)->run_ms : 0;
     return true;
 }
 
@@ -73,7 +60,7 @@ static convfind_status sample(cf_find_bench *b, cf_find_ready *r, int batch, dou
 {
     (void)b, (void)batch;
     samples[index_of(r->algo)]++;
-    *ms = fake_of(r)->run_ms;
+    *ms = ff_timed_of(r)->run_ms;
     return CONVFIND_OK;
 }
 
