@@ -119,8 +119,8 @@ typedef struct cf_cudnn_limits {
     bool widen;     /* when the math mode excluded some of mode A's configurations and
                        it admits fewer than `listed`: add the fallback mode's list and
                        the unlisted engines (else mode A alone) */
-    uint64_t hopeless[4]; /* engines (bit e % 64 of word e / 64) that widening leaves
-                             out: hopeless for problems like this one (device.h) */
+    uint64_t hopeless[4]; /* engines (bit e % 64 of word e / 64) that a widened list
+                             leaves out: hopeless for problems like this one (device.h) */
 } cf_cudnn_limits;
 
 /* The configurations cuDNN offers for `p` in physical layout `layout`: heuristic mode A,
@@ -129,8 +129,8 @@ typedef struct cf_cudnn_limits {
  * excluded some of mode A's configurations, it admits fewer than the list keeps and the
  * list widens (`limits->widen`), the fallback mode's list follows
  * (duplicates removed), then up to `limits->unlisted` engines of the graph's global list
- * that neither mode named and that finalize for it, with default knobs; widening adds
- * no engine of `limits->hopeless` (unvetted by
+ * that neither mode named and that finalize for it, with default knobs; a widened list
+ * has no engine of `limits->hopeless` (unvetted by
  * cuDNN's heuristics: a caller must check their results).  When that finds
  * none for pads that are asymmetric or not expressible, the same search on the padded
  * problem gives padded configurations.  Unless TF32 is allowed, f32 data leaves out
