@@ -264,20 +264,20 @@ static uint64_t align_class(int64_t n)
 }
 
 /* What decides, as far as a Find can tell, which configurations cuDNN has for a problem
- * and how they fare: the layout, element type and math mode, the epilogue (bias,
- * residual, activation), the spatial rank, a 1x1 kernel or not, the grouping (none,
- * depthwise, other) and the alignment of the channels per group.  Problems that share
- * it share the answer to "does the fused list come back empty"
+ * and how they fare: the layout, element type and math mode, with `epilogue` the
+ * epilogue (bias, residual, activation), the spatial rank, a 1x1 kernel or not, the
+ * grouping (none, depthwise, other) and the alignment of the channels per group.
+ * Problems that share it share the answer to "does the fused list come back empty"
  * (cf_cuda_fused_known_empty), and their lists share the engines' record (list_pattern). */
-static uint64_t problem_pattern(const cf_problem *p)
+static uint64_t problem_pattern(const cf_problem *p, bool epilogue)
 {
     const int64_t cg = p->c / p->group, mg = p->m / p->group;
     const uint64_t grouping = p->group == 1 ? 0 : (cg == 1 ? 1 : 2);
     uint64_t v = (uint64_t)p->layout & 0xff;
     v = v << 8 | ((uint64_t)p->dtype & 0xff);
     v = v << 8 | ((uint64_t)p->math_mode & 0xff);
-    v = v << 8 | ((uint64_t)p->act & 0xff);
-    v = v << 2 | (uint64_t)p->has_bias << 1 | (uint64_t)p->has_residual;
+    v = v << 8 | (epilogue ? (uint64_t)p->act & 0xff : 0);
+    v = v << 2 | (epilogue ? (uint64_t)p->has_bias << 1 | (uint64_t)p->has_residual : 0);
     v = v << 2 | (uint64_t)(p->nsp & 3);
     v = v << 1 | (uint64_t)(p->k_sp == 1);
     v = v << 2 | grouping;
@@ -290,10 +290,12 @@ static uint64_t problem_pattern(const cf_problem *p)
  * the kind of configuration (device.h, cf_cuda_outcome_note).  A generic engine that
  * is hopeless for one kind in one layout may win another: the fallback list's engine 0
  * was tens of times slower than the choice in every strict f32 Find of ResNet-50's
- * layers on the H200 and the choice for MobileNetV2's NCHW depthwise layers. */
+ * layers on the H200 and the choice for MobileNetV2's NCHW depthwise layers.  Only a
+ * fused configuration computes the epilogue in its engine; every other one is followed
+ * by the same epilogue kernel, so for those the epilogue says nothing about the engine. */
 static uint64_t list_pattern(const cf_problem *p, convfind_layout layout, bool split, bool fused)
 {
-    return problem_pattern(p) << 3 | (uint64_t)(layout == CONVFIND_LAYOUT_NHWC) << 2 |
+    return problem_pattern(p, fused) << 3 | (uint64_t)(layout == CONVFIND_LAYOUT_NHWC) << 2 |
            (uint64_t)split << 1 | (uint64_t)fused;
 }
 
@@ -305,7 +307,7 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
     const convfind_layout other = p->layout == CONVFIND_LAYOUT_NHWC ? CONVFIND_LAYOUT_NCHW
                                                                    : CONVFIND_LAYOUT_NHWC;
     enum { EACH = 32 };
-    const uint64_t pattern = problem_pattern(p);
+    const uint64_t pattern = problem_pattern(p, true);
     cf_cuda_list_job jobs[LISTS];
     cf_cudnn_config *c = calloc((size_t)LISTS * EACH, sizeof *c);
     int n = 0;
