@@ -346,25 +346,24 @@ int cf_cuda_cudnn_variants(const cf_problem *p, const cf_cuda_device *d, unsigne
 void cf_cuda_cudnn_learn(const cf_cuda_device *d, const cf_problem *p,
                          const cf_candidate_stats *ranked, const bool *far, int n)
 {
-    cf_cudnn_config chosen, c;
-    const bool cudnn_chosen = cf_cudnn_config_parse(ranked[0].algo, &chosen) == CONVFIND_OK;
-    if (cudnn_chosen)
-        cf_cuda_outcome_note(d, list_pattern(p, chosen.layout, chosen.split, chosen.fused),
-                             chosen.engine, true);
-    for (int i = 1; i < n; i++) {
-        if (!far[i] || cf_cudnn_config_parse(ranked[i].algo, &c) != CONVFIND_OK)
+    /* (pattern, engine) of the choice first, then of each loss not yet noted: once per
+     * Find and engine, and another form of the choice's engine is not its loss. */
+    enum { MAX = 64 };
+    uint64_t pattern[MAX];
+    int64_t engine[MAX];
+    int k = 0;
+    for (int i = 0; i < n && k < MAX; i++) {
+        cf_cudnn_config c;
+        if ((i > 0 && !far[i]) || cf_cudnn_config_parse(ranked[i].algo, &c) != CONVFIND_OK)
             continue;
-        const uint64_t pattern = list_pattern(p, c.layout, c.split, c.fused);
-        /* Once per Find and engine: another form of the choice's engine is not its loss. */
-        bool seen = cudnn_chosen && c.engine == chosen.engine &&
-                    pattern == list_pattern(p, chosen.layout, chosen.split, chosen.fused);
-        for (int j = 1; j < i && !seen; j++) {
-            cf_cudnn_config o;
-            seen = far[j] && cf_cudnn_config_parse(ranked[j].algo, &o) == CONVFIND_OK &&
-                   o.engine == c.engine && list_pattern(p, o.layout, o.split, o.fused) == pattern;
-        }
+        pattern[k] = list_pattern(p, c.layout, c.split, c.fused);
+        engine[k] = c.engine;
+        bool seen = false;
+        for (int j = 0; j < k && !seen; j++)
+            seen = pattern[j] == pattern[k] && engine[j] == engine[k];
         if (!seen)
-            cf_cuda_outcome_note(d, pattern, c.engine, false);
+            cf_cuda_outcome_note(d, pattern[k], engine[k], i == 0);
+        k += !seen;
     }
     cf_clear_error();
 }

@@ -699,11 +699,11 @@ done:
 }
 
 /* Appends engines of the graph's global list that the heuristics did not name and that
- * are not hopeless (limits), with
- * their default knobs, from the first UNLISTED_SCAN of that list.  The heuristic modes
- * rank only the engines they model: under strict f32 math on the H200 they never offered
- * the engine behind the legacy API's non-fused Winograd algorithm, which runs ResNet-50's
- * 3x3 layers 2.5x faster than anything they list (docs/cuda.md).  The engines that won
+ * are not hopeless (limits), with their default knobs, from the first UNLISTED_SCAN of
+ * that list.  The heuristic modes rank only the engines they model: under strict f32
+ * math on the H200 they never offered the engine behind the legacy API's non-fused
+ * Winograd algorithm, which runs ResNet-50's 3x3 layers 2.5x faster than anything they
+ * list (docs/cuda.md).  The engines that won
  * that way all had global indices below 8 (the legacy algorithms' engines); the list has
  * about a hundred, and asking each costs a finalization (about 1 ms), which was most of
  * Find's time for strict f32.  An engine that cannot run the graph usually refuses at

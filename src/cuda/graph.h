@@ -129,9 +129,9 @@ typedef struct cf_cudnn_limits {
  * excluded some of mode A's configurations, it admits fewer than the list keeps and the
  * list widens (`limits->widen`), the fallback mode's list follows
  * (duplicates removed), then up to `limits->unlisted` engines of the graph's global list
- * that neither mode named and that finalize for it, with default knobs; a widened list
- * has no engine of `limits->hopeless` (unvetted by
- * cuDNN's heuristics: a caller must check their results).  When that finds
+ * that neither mode named and that finalize for it, with default knobs (unvetted by
+ * cuDNN's heuristics: a caller must check their results); a widened list has no engine
+ * of `limits->hopeless`.  When that finds
  * none for pads that are asymmetric or not expressible, the same search on the padded
  * problem gives padded configurations.  Unless TF32 is allowed, f32 data leaves out
  * engines that use tensor cores (TF32) or convert inputs down; runtime-compiled engines
