@@ -563,7 +563,11 @@ CONVFIND_API convfind_status convfind_plan_workspace_size(const convfind_plan *p
 
 /* Buffers of one execution.  x and y are required; w is required unless the plan has
  * constant weights, and must then be NULL (CONVFIND_ERR_INVALID_ATTRIBUTE); b is required
- * iff the problem has a bias, z iff it has a residual.  Buffers must not overlap y. */
+ * iff the problem has a bias, z iff it has a residual.  Buffers must not overlap y, with
+ * one exception: on a CPU context z may be y itself (the same pointer), and the residual
+ * is then added in place, with the result of separate buffers (a CUDA context answers
+ * CONVFIND_ERR_UNSUPPORTED).  Such a call does not fall back past an algorithm that
+ * failed once it had started, since Z may then be partly overwritten. */
 typedef struct convfind_tensors {
     const void *x;
     const void *w;

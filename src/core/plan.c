@@ -413,6 +413,9 @@ static convfind_status check_tensors(const convfind_plan *plan, const convfind_t
     if (plan->problem.has_residual != (t->z != NULL))
         return cf_fail(CONVFIND_ERR_NULL_POINTER, "residual z is %s but the problem %s a residual",
                        t->z ? "given" : "NULL", plan->problem.has_residual ? "has" : "has no");
+    if (t->z == t->y && plan->context->backend->device_memory)
+        return cf_fail(CONVFIND_ERR_UNSUPPORTED, "z is y: a %s context does not add the "
+                       "residual in place", plan->context->backend->name);
     return CONVFIND_OK;
 }
 
@@ -438,10 +441,11 @@ static convfind_status check_options(const convfind_plan *plan, const convfind_e
 
 /* Runs `algo` once (with `packed`, its packing of the plan's constant weights, or NULL)
  * in the caller's workspace, or the calling thread's scratch buffer.  `first`: the
- * execution's first attempt, the one a test fault hits. */
+ * execution's first attempt, the one a test fault hits.  *started (when not NULL) says
+ * whether the algorithm itself ran, and so may have written Y. */
 static convfind_status run_algo(const convfind_plan *plan, const cf_algo *algo, const void *state,
                                 const void *packed, size_t workspace, const exec_call *call,
-                                bool first)
+                                bool first, bool *started)
 {
     const cf_fault fault = first && algo != plan->context->backend->reference ? cf_test_fault()
                                                                                : CF_FAULT_NONE;
@@ -463,9 +467,11 @@ static convfind_status run_algo(const convfind_plan *plan, const cf_algo *algo, 
         args.workspace = ws;
         args.workspace_size = workspace;
     }
-    return fault == CF_FAULT_EXECUTE
-               ? cf_fail(CONVFIND_ERR_BACKEND, "%s: injected failure", algo->name)
-               : algo->execute(&plan->problem, state, &args);
+    if (fault == CF_FAULT_EXECUTE)
+        return cf_fail(CONVFIND_ERR_BACKEND, "%s: injected failure", algo->name);
+    if (started)
+        *started = true;
+    return algo->execute(&plan->problem, state, &args);
 }
 
 /* The workspace an algorithm of this call may use: the context's limit, within the
@@ -479,7 +485,8 @@ static size_t call_limit(const convfind_plan *plan, const exec_call *call)
 }
 
 /* Down the ranked list after the plan's own algorithm failed: every other runnable
- * candidate that fits, with the raw weights, then the reference. */
+ * candidate that fits, with the raw weights, then the reference; in place, only up to
+ * the first that fails once started. */
 static convfind_status fall_back(const convfind_plan *plan, const cf_prepared *pr,
                                  const exec_call *call)
 {
@@ -494,13 +501,14 @@ static convfind_status fall_back(const convfind_plan *plan, const cf_prepared *p
         if (!a || strcmp(name, pr->name) == 0 || a == ref || !runnable(&d->candidates[i]) ||
             !try_prepare(a, name, &plan->problem, limit, NULL, &state, &unused, &ws))
             continue;
-        convfind_status st = run_algo(plan, a, state, NULL, ws, call, false);
+        bool started = false;
+        convfind_status st = run_algo(plan, a, state, NULL, ws, call, false, &started);
         if (a->release)
             a->release(state);
-        if (st == CONVFIND_OK)
+        if (st == CONVFIND_OK || (started && call->t->z == call->t->y))
             return st;
     }
-    return run_algo(plan, ref, NULL, NULL, 0, call, false);
+    return run_algo(plan, ref, NULL, NULL, 0, call, false, NULL);
 }
 
 convfind_status convfind_execute_ex(const convfind_plan *plan, const convfind_tensors *t,
@@ -516,8 +524,12 @@ convfind_status convfind_execute_ex(const convfind_plan *plan, const convfind_te
         return st;
     call.w = plan->weights ? plan->weights : t->w;
     const cf_prepared *pr = current(plan);
-    st = run_algo(plan, pr->algo, pr->state, pr->packed, pr->workspace, &call, true);
-    if (st == CONVFIND_OK || pr->algo == plan->context->backend->reference)
+    bool started = false;
+    st = run_algo(plan, pr->algo, pr->state, pr->packed, pr->workspace, &call, true, &started);
+    /* In place (z is y), an algorithm that failed once started may have overwritten Z:
+     * no other candidate can then compute from it. */
+    if (st == CONVFIND_OK || pr->algo == plan->context->backend->reference ||
+        (started && t->z == t->y))
         return st;
     atomic_fetch_add_explicit(&plan->context->fallbacks, 1, memory_order_relaxed);
     cf_clear_error();

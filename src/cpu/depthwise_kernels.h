@@ -88,9 +88,14 @@ DW_INLINE void dw_nhwc_pixels(const cf_dw_job *j, int64_t n, int64_t od, int64_t
         cf_vf bias = j->b ? (full ? cf_vload(j->b + c0) : cf_vload_n(j->b + c0, cnt))
                           : cf_vzero();
         float *yq = y_run + c0;
+        /* The residual here, before Y's store, so that z may be y (dw_nhwc_finish then
+         * applies only the activation). */
+        const float *zq = j->z ? j->z + (yq - j->y) : NULL;
 #pragma GCC unroll 8
         for (int q = 0; q < np; q++, yq += m) {
             cf_vf v = cf_vadd(acc[q], bias);
+            if (zq)
+                v = cf_vadd(v, full ? cf_vload(zq + q * m) : cf_vload_n(zq + q * m, cnt));
             if (full)
                 cf_vstore(yq, v);
             else
@@ -99,30 +104,22 @@ DW_INLINE void dw_nhwc_pixels(const cf_dw_job *j, int64_t n, int64_t od, int64_t
     }
 }
 
-/* Residual and activation on `count` contiguous outputs from `off` (a run of pixels, all
- * their channels), still in L1: one flat loop with the activation's switch outside it,
- * rather than both in the FMA kernel's epilogue, where they made GCC spill its
- * accumulators and addresses. */
+/* The activation on `count` contiguous outputs from `off` (a run of pixels, all their
+ * channels), still in L1: one flat loop with the activation's switch outside it, rather
+ * than in the FMA kernel's epilogue, where it made GCC spill its accumulators and
+ * addresses. */
 static void dw_nhwc_finish(const cf_dw_job *j, int64_t off, int64_t count)
 {
     const cf_problem *p = j->p;
     float *y = j->y + off;
-    const float *z = j->z ? j->z + off : NULL;
     const int64_t whole = count / CF_VL * CF_VL;
     const int tail = (int)(count - whole);
 #define DW_FINISH(a)                                                                       \
-    for (int64_t i = 0; i < whole; i += CF_VL) {                                           \
-        cf_vf v = cf_vload(y + i);                                                         \
-        if (z)                                                                             \
-            v = cf_vadd(v, cf_vload(z + i));                                               \
-        cf_vstore(y + i, cf_vactivate(v, a, p->alpha, p->beta));                           \
-    }                                                                                      \
-    if (tail) {                                                                            \
-        cf_vf v = cf_vload_n(y + whole, tail);                                             \
-        if (z)                                                                             \
-            v = cf_vadd(v, cf_vload_n(z + whole, tail));                                   \
-        cf_vstore_n(y + whole, cf_vactivate(v, a, p->alpha, p->beta), tail);              \
-    }
+    for (int64_t i = 0; i < whole; i += CF_VL)                                             \
+        cf_vstore(y + i, cf_vactivate(cf_vload(y + i), a, p->alpha, p->beta));             \
+    if (tail)                                                                              \
+        cf_vstore_n(y + whole, cf_vactivate(cf_vload_n(y + whole, tail), a, p->alpha,      \
+                                            p->beta), tail);
     switch (p->act) {
         CF_VACT_CASES(DW_FINISH, break)
     default:
@@ -192,7 +189,7 @@ static void dw_nhwc_row(const cf_dw_job *j, size_t row)
             dw_nhwc_run(j, n, od, oh, ow, 0, m_full, CF_VL, kr, np, interior && k3, true);
         if (tail > 0)
             dw_nhwc_run(j, n, od, oh, ow, m_full, p->m, tail, kr, np, interior && k3, false);
-        if (j->z || p->act != CONVFIND_ACT_NONE)
+        if (p->act != CONVFIND_ACT_NONE)
             dw_nhwc_finish(j, (row_px + ow) * p->m, np * p->m);
         ow += np;
     }

@@ -496,10 +496,11 @@ typedef struct conv_image {
     cf_threadpool *pool;
 } conv_image;
 
-/* What a GEMM does with its C: store the product, or add it to C; with or without the
- * problem's epilogue (bias, residual, activation). */
+/* What a GEMM does with its C: store the product, or add it to C; whether it adds the
+ * residual Z (which the first GEMM to write a place of Y does, before it writes there,
+ * so that Z may be Y itself), and whether it finishes with the bias and the activation. */
 typedef struct range_ep {
-    bool accumulate, epilogue;
+    bool accumulate, residual, finish;
 } range_ep;
 
 /* Where a GEMM's C goes: Y of the image and group (or a scratch C in the same layout),
@@ -526,13 +527,16 @@ static void range_gemm(const conv_image *ci, const gemm_dest *d, size_t pix0, si
     cj->ps = d->ps;
     cj->rs = cj->pixel_rows ? d->ps : d->chs;
     cj->cs = cj->pixel_rows ? d->chs : d->ps;
-    cj->ep = (cf_sgemm_epilogue){.accumulate = how.accumulate, .rs_z = cj->rs, .cs_z = cj->cs};
-    if (how.epilogue)
-        cj->ep = (cf_sgemm_epilogue){.accumulate = how.accumulate, .bias = ci->bias,
-                                     .bias_per_col = cj->pixel_rows,
-                                     .z = d->z ? d->z + yo : NULL, .rs_z = cj->rs,
-                                     .cs_z = cj->cs, .act = ci->p->act, .alpha = ci->p->alpha,
-                                     .beta = ci->p->beta};
+    cj->ep = (cf_sgemm_epilogue){.accumulate = how.accumulate,
+                                 .z = how.residual && d->z ? d->z + yo : NULL,
+                                 .rs_z = cj->rs, .cs_z = cj->cs};
+    if (how.finish) {
+        cj->ep.bias = ci->bias;
+        cj->ep.bias_per_col = cj->pixel_rows;
+        cj->ep.act = ci->p->act;
+        cj->ep.alpha = ci->p->alpha;
+        cj->ep.beta = ci->p->beta;
+    }
     cj->panels = (np + width - 1) / width;
     cj->x_rows = ci->x_in_place ? job->xg + pix0 * cj->xps : NULL;
     /* 4 chunks per thread balance the threads.  Each chunk's product reads all the
@@ -596,9 +600,10 @@ typedef struct out_tile {
     int64_t r0, r1, x0, x1;
 } out_tile;
 
-/* Y's pixels [pix0, pix0 + np): zeros, or the epilogue applied in place (per_tap_tile's
- * tiles that no tap covers whole need both). */
-static void tile_pass(const conv_image *ci, size_t pix0, size_t np, bool zero)
+/* Y's pixels [pix0, pix0 + np): set to Z (zeros without one) when `start`, else the
+ * bias and the activation applied in place (per_tap_tile's tiles that no tap covers
+ * whole need both). */
+static void tile_pass(const conv_image *ci, size_t pix0, size_t np, bool start)
 {
     const bool nhwc = ci->p->layout == CONVFIND_LAYOUT_NHWC; /* runs of channels */
     const size_t mg = ci->cj->mg;
@@ -607,13 +612,14 @@ static void tile_pass(const conv_image *ci, size_t pix0, size_t np, bool zero)
         /* Offset of the run's first element from Y at pixel 0. */
         size_t o = nhwc ? (pix0 + r) * ci->ps : r * ci->chs + pix0;
         float *y = ci->y + o;
-        const float *z = ci->z ? ci->z + o : NULL;
-        if (zero)
+        if (start && ci->z)
+            memmove(y, ci->z + o, len * sizeof(float)); /* z may be y */
+        else if (start)
             memset(y, 0, len * sizeof(float));
         else if (nhwc)
-            cf_epilogue_pixel_run(ci->p, y, len, ci->bias, z);
+            cf_epilogue_pixel_run(ci->p, y, len, ci->bias, NULL);
         else
-            cf_epilogue_channel_run(ci->p, y, len, ci->bias ? ci->bias[r] : 0.0f, z);
+            cf_epilogue_channel_run(ci->p, y, len, ci->bias ? ci->bias[r] : 0.0f, NULL);
     }
 }
 
@@ -679,7 +685,7 @@ static void box_gemm(const conv_image *ci, const weights_src *wsrc, int64_t grou
     const bool nhwc = ci->p->layout == CONVFIND_LAYOUT_NHWC;
     gemm_dest d = {ci->scratch, NULL, nhwc ? (ptrdiff_t)ci->cj->mg : 1,
                    nhwc ? 1 : (ptrdiff_t)npix};
-    range_gemm(ci, &d, 0, npix, (range_ep){false, false});
+    range_gemm(ci, &d, 0, npix, (range_ep){false, false, false});
     add_box(ci, ci->scratch, y0, rows, cols, (size_t)g.out[2]);
 }
 
@@ -725,9 +731,9 @@ static bool tap_covers(const cf_geom3 *g, size_t t, const out_tile *ot)
 /* One tile, one GEMM per kernel tap over exactly the outputs that tap reads inside X
  * for: the products with padding, which im2col computes as zeros, are skipped
  * (DeepLabV3's dilated 3x3 classifiers at rate 18 on 33x33 maps: 59% of them).  A tap
- * that covers the whole tile stores first (else the tile is zeroed), the others add, and
- * a second whole one goes last with the epilogue (else the epilogue is a pass of its
- * own). */
+ * that covers the whole tile stores first, adding the residual (else the tile is set to
+ * Z or zeroed), the others add, and a second whole one goes last with the bias and the
+ * activation (else they are a pass of their own). */
 static void per_tap_tile(const conv_image *ci, const weights_src *wsrc, int64_t group,
                          const out_tile *ot)
 {
@@ -743,17 +749,17 @@ static void per_tap_tile(const conv_image *ci, const weights_src *wsrc, int64_t 
             else
                 last = t;
         }
-    const bool epilogue = ci->bias || ci->z || ci->p->act != CONVFIND_ACT_NONE;
+    const bool finish = ci->bias || ci->p->act != CONVFIND_ACT_NONE;
     if (first == none)
         tile_pass(ci, pix0, np, true);
     else
-        tap_tile(ci, wsrc, group, first, ot, (range_ep){false, false});
+        tap_tile(ci, wsrc, group, first, ot, (range_ep){false, true, false});
     for (size_t t = 0; t < ksp; t++)
         if (t != first && t != last)
-            tap_tile(ci, wsrc, group, t, ot, (range_ep){true, false});
+            tap_tile(ci, wsrc, group, t, ot, (range_ep){true, false, false});
     if (last != none)
-        tap_tile(ci, wsrc, group, last, ot, (range_ep){true, epilogue});
-    else if (epilogue)
+        tap_tile(ci, wsrc, group, last, ot, (range_ep){true, false, finish});
+    else if (finish)
         tile_pass(ci, pix0, np, false);
 }
 
@@ -854,7 +860,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a, 
             gemm_dest d = {ci.y, ci.z, ps, chs};
             for (size_t t0 = 0; t0 < out_sp; t0 += tile) {
                 size_t np = out_sp - t0 < tile ? out_sp - t0 : tile;
-                range_gemm(&ci, &d, t0, np, (range_ep){false, true});
+                range_gemm(&ci, &d, t0, np, (range_ep){false, true, true});
             }
         }
     }

@@ -186,16 +186,16 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_t
 
     if (rows == mr && (g->cs_c == 1 || trans) && z_fast) {
         cf_sgemm_tile_ep tep = {.trans = trans, .accumulate = accumulate};
+        if (first && g->ep.z != NULL) {
+            tep.z = g->ep.z + (ptrdiff_t)i0 * g->ep.rs_z + (ptrdiff_t)j0 * g->ep.cs_z;
+            tep.ldz = (size_t)(trans ? g->ep.cs_z : g->ep.rs_z);
+        }
         if (last) {
             if (g->ep.bias != NULL) {
                 if (g->ep.bias_per_col)
                     tep.bias_col = g->ep.bias + j0;
                 else
                     tep.bias_row = g->ep.bias + i0;
-            }
-            if (g->ep.z != NULL) {
-                tep.z = g->ep.z + (ptrdiff_t)i0 * g->ep.rs_z + (ptrdiff_t)j0 * g->ep.cs_z;
-                tep.ldz = (size_t)(trans ? g->ep.cs_z : g->ep.rs_z);
             }
             tep.clamp = g->clamp;
             tep.lo = g->ep.alpha;
@@ -230,21 +230,21 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_t
             for (size_t j = 0; j < cols; j++)
                 tile[r * nr + j] = c[(ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c];
     }
+    if (first && g->ep.z != NULL) {
+        memset(ztile, 0, sizeof ztile);
+        for (size_t r = 0; r < rows; r++)
+            for (size_t j = 0; j < cols; j++)
+                ztile[r * nr + j] = g->ep.z[(ptrdiff_t)(i0 + r) * g->ep.rs_z +
+                                            (ptrdiff_t)(j0 + j) * g->ep.cs_z];
+        tep.z = ztile;
+        tep.ldz = nr;
+    }
     if (last) {
         if (g->ep.bias != NULL && g->ep.bias_per_col) {
             tep.bias_col = g->ep.bias + j0;
         } else if (g->ep.bias != NULL) {
             memcpy(brow, g->ep.bias + i0, rows * sizeof(float));
             tep.bias_row = brow;
-        }
-        if (g->ep.z != NULL) {
-            memset(ztile, 0, sizeof ztile);
-            for (size_t r = 0; r < rows; r++)
-                for (size_t j = 0; j < cols; j++)
-                    ztile[r * nr + j] = g->ep.z[(ptrdiff_t)(i0 + r) * g->ep.rs_z +
-                                                (ptrdiff_t)(j0 + j) * g->ep.cs_z];
-            tep.z = ztile;
-            tep.ldz = nr;
         }
         tep.clamp = g->clamp;
         tep.lo = g->ep.alpha;

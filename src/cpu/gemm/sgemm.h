@@ -100,7 +100,9 @@ typedef struct cf_sgemm_kernel {
 
 /* Applied while C tiles are stored, after the product (and the accumulation into C
  * when `accumulate` is set):  C = act(C + bias + Z).  All-zero (the default from
- * `= {0}`) means plain C = A*B. */
+ * `= {0}`) means plain C = A*B.  Z is added with the first K slice of each tile, which
+ * reads it before anything of that tile is stored, so z may be C itself (the same
+ * strides): the residual added in place. */
 typedef struct cf_sgemm_epilogue {
     bool accumulate;          /* C += A*B instead of C = A*B */
     const float *bias;        /* NULL, or one value per row (bias_per_col false: NCHW
