@@ -353,6 +353,14 @@ int main(void)
         gu_poison(&d);
         gu_check(convfind_execute(plan, &t), "direct execute");
         expect_ok(gu_error(&d), tol, "forced", "cuda.direct", i);
+        if (desc.has_residual) { /* the residual in place is a CPU context's only */
+            convfind_tensors in_place = t;
+            in_place.z = in_place.y;
+            if (convfind_execute(plan, &in_place) != CONVFIND_ERR_UNSUPPORTED) {
+                printf("FAIL problem %d: z = y not refused on a CUDA context\n", i);
+                failures++;
+            }
+        }
         convfind_plan_destroy(plan);
 
         cf_decision dec;
