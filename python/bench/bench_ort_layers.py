@@ -34,21 +34,23 @@ from bench_ort import SETTLE_S, SIZES, convfind_session, segments_of, values  # 
 from convfind.onnx._graph import convolutions  # noqa: E402
 
 
-def run_timed(segments, inputs, times, outs):
-    """Segment.run, timing each plan.execute into times[step index]; like a segment's
-    values inside it, each output goes into an array kept from run to run (outs[step
-    index]), so no run pays the page faults of fresh arrays."""
+def run_timed(segments, inputs, times):
+    """Segment.run, timing each plan.execute into times[step index]; each output goes
+    where the segment's own run writes it (Segment.output), so no run pays the page
+    faults of fresh arrays and residuals are added in place as there."""
     k = 0
     for seg in segments:
         vals = {n: inputs[n] for n in seg.inputs}
-        for state, x_name, z_name, out in seg.steps:
+        owned = set()
+        for i, (state, x_name, z_name, out) in enumerate(seg.steps):
             x = vals[x_name]
             z = vals[z_name] if z_name is not None else None
             plan = state.plan(x, None, None, z is not None)
-            if outs[k] is None:
-                outs[k] = np.empty(plan.output_shape, x.dtype)
+            y = seg.output(i, plan, vals, owned)
+            if y is None:
+                y = np.empty(plan.output_shape, x.dtype)
             t0 = time.perf_counter()
-            vals[out] = plan.execute(x, z=z, out=outs[k])
+            vals[out] = plan.execute(x, z=z, out=y)
             times[k].append(time.perf_counter() - t0)
             k += 1
 
@@ -119,17 +121,16 @@ def measure(model, feed, args, ctx, profile_dir):
     segments = segments_of(ours)
     inputs = values(model, {n for s in segments for n in s.inputs}, feed)
     cf_times = [[] for s in ours.segments for _ in s]
-    outs = [None for _ in cf_times]
     for _ in range(2):
         plain.run(None, feed)
-        run_timed(segments, inputs, [[] for _ in cf_times], outs)
+        run_timed(segments, inputs, [[] for _ in cf_times])
     for _ in range(args.rounds):
         time.sleep(SETTLE_S)
         for _ in range(2):
             plain.run(None, feed)
         time.sleep(SETTLE_S)
         for _ in range(2):
-            run_timed(segments, inputs, cf_times, outs)
+            run_timed(segments, inputs, cf_times)
     node_times = collections.defaultdict(list)
     with open(plain.end_profiling()) as f:
         for e in json.load(f):

@@ -12,6 +12,7 @@ from onnxruntime_extensions import PyCustomOpDef, onnx_op
 
 import convfind
 import convfind.onnxruntime as cfort
+from convfind.onnxruntime import _kernel
 import models
 
 
@@ -96,6 +97,42 @@ def test_a_segment_with_several_inputs_and_outputs(ctx):
                                 providers=["CPUExecutionProvider"]).run(None, feed)
     for y, ref in zip(session.run(None, feed), refs):
         close(y, ref)
+
+
+def test_a_residual_used_for_the_last_time_is_added_in_place(ctx):
+    # A(x) -> a, B(a) -> b, Relu(C(b) + bias + a) -> r, D(r): C's residual a is the
+    # segment's own array and C reads it last, so C writes r into a's array (ONNX
+    # Runtime's in-place Add).
+    rng = np.random.default_rng(7)
+    inits = [numpy_helper.from_array(rng.standard_normal((6, 3, 3, 3)).astype(np.float32), "wa"),
+             numpy_helper.from_array(rng.standard_normal((4, 6, 1, 1)).astype(np.float32), "wb"),
+             numpy_helper.from_array(rng.standard_normal((6, 4, 3, 3)).astype(np.float32), "wc"),
+             numpy_helper.from_array(rng.standard_normal(6).astype(np.float32), "bc"),
+             numpy_helper.from_array(rng.standard_normal((2, 6, 1, 1)).astype(np.float32), "wd")]
+    nodes = [helper.make_node("Conv", ["input", "wa"], ["a"], name="A", pads=[1, 1, 1, 1]),
+             helper.make_node("Conv", ["a", "wb"], ["b"], name="B"),
+             helper.make_node("Conv", ["b", "wc", "bc"], ["c"], name="C", pads=[1, 1, 1, 1]),
+             helper.make_node("Add", ["c", "a"], ["s"]),
+             helper.make_node("Relu", ["s"], ["r"]),
+             helper.make_node("Conv", ["r", "wd"], ["y"], name="D")]
+    value = lambda name, c: helper.make_tensor_value_info(name, TensorProto.FLOAT, [1, c, 9, 9])
+    graph = helper.make_graph(nodes, "residual", [value("input", 3)], [value("y", 2)], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", models.OPSET)])
+    session = cfort.InferenceSession(model, context=ctx)
+    x = rng.standard_normal((1, 3, 9, 9)).astype(np.float32)
+    for _ in range(2):
+        close(session.run(None, {"input": x})[0], plain(model, x))
+    (node,) = [a.s.decode() for n in session.model.graph.node for a in n.attribute
+               if a.name == "node"]
+    segment = _kernel._nodes[node]
+    values, owned, written = {"input": x}, set(), []
+    for k, (state, x_name, z_name, out) in enumerate(segment.steps):
+        z = values[z_name] if z_name is not None else None
+        plan = state.plan(values[x_name], None, None, z is not None)
+        y = segment.output(k, plan, values, owned)
+        written.append(y is not None and z is not None and y is z)
+        values[out] = plan.execute(values[x_name], z=z, out=y)
+    assert written == [False, False, True, False]
 
 
 def test_a_convolution_nothing_reads_still_makes_a_valid_operator(ctx):

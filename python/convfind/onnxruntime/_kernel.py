@@ -109,28 +109,34 @@ class Segment:
         """Every plan its convolutions have made so far."""
         return [plan for state, *_ in self.steps for plan in state.plans.values()]
 
-    def run(self, feed):
-        values = dict(zip(self.inputs, feed))
+    def output(self, k, plan, values, owned):
+        """The array step k writes into (None: a new one), given the values so far and
+        the names of those in this thread's arrays (`owned`, which it updates)."""
+        _, x_name, z_name, out = self.steps[k]
+        if not self.internal[k]:
+            return None
+        owned.add(out)
+        if z_name in owned and z_name in self.drops[k] and z_name != x_name:
+            return values[z_name]
         buffers = getattr(self.local, "buffers", None)
         if buffers is None:
             buffers = self.local.buffers = [{} for _ in self.steps]
-        owned = set()  # names of the values in this thread's arrays
+        x = values[x_name]
+        y = buffers[k].get(x.shape)
+        if y is None:
+            if len(buffers[k]) >= _MAX_SHAPES:
+                buffers[k].pop(next(iter(buffers[k])), None)
+            y = buffers[k][x.shape] = numpy.empty(plan.output_shape, x.dtype)
+        return y
+
+    def run(self, feed):
+        values = dict(zip(self.inputs, feed))
+        owned = set()
         for k, ((state, x_name, z_name, out), drops) in enumerate(zip(self.steps, self.drops)):
             x = values[x_name]
             z = values[z_name] if z_name is not None else None
             plan = state.plan(x, None, None, z is not None)
-            y = None
-            if self.internal[k] and z_name in owned and z_name in drops and z_name != x_name:
-                y = z
-            elif self.internal[k]:
-                y = buffers[k].get(x.shape)
-                if y is None:
-                    if len(buffers[k]) >= _MAX_SHAPES:
-                        buffers[k].pop(next(iter(buffers[k])), None)
-                    y = buffers[k][x.shape] = numpy.empty(plan.output_shape, x.dtype)
-            values[out] = plan.execute(x, z=z, out=y)
-            if y is not None:
-                owned.add(out)
+            values[out] = plan.execute(x, z=z, out=self.output(k, plan, values, owned))
             for name in drops:
                 del values[name]
         return [values[name] for name in self.outputs]
