@@ -238,8 +238,8 @@ DW_INLINE void dw_nchw_vectors(const cf_dw_job *j, const float *xplane, const fl
 #pragma GCC unroll 4
     for (int r = 0; r < nv; r++)
         acc[r] = cf_vzero();
-    /* KW, SW: compile-time W taps and stride (dilation 1) of the common 3-wide kernels,
-     * or 0 for the general case read from the problem. */
+    /* KW, SW: compile-time W taps and stride (dilation 1) of the common 3- and 5-wide
+     * kernels, or 0 for the general case read from the problem. */
     const int64_t sw = SW ? SW : s->stride[2];
     const int64_t kwn = KW ? KW : s->k[2];
     const int64_t dw = KW ? 1 : s->dil[2];
@@ -249,7 +249,7 @@ DW_INLINE void dw_nchw_vectors(const cf_dw_job *j, const float *xplane, const fl
         int64_t ih = oh * s->stride[1] - s->pad[1] + kh * s->dil[1];
         const float *row = xplane + (id * s->in[1] + ih) * s->in[2];
         const float *wt = w + (kd * s->k[1] + kh) * kwn;
-#pragma GCC unroll 3
+#pragma GCC unroll 5
         for (int64_t kw = 0; kw < kwn; kw++) {
             cf_vf wv = cf_vbcast(wt[kw]);
             int64_t base = ow0 * sw - s->pad[2] + kw * dw;
@@ -301,18 +301,24 @@ static void dw_nchw_plane(const cf_dw_job *j, size_t plane)
     int32_t idx[CF_VL];
     for (int l = 0; l < CF_VL; l++)
         idx[l] = (int32_t)(l * s->stride[2]);
-    bool k3 = s->k[2] == 3 && s->dil[2] == 1;
-    int spec = k3 && s->stride[2] == 1 ? 1 : k3 && s->stride[2] == 2 ? 2 : 0;
+    /* Compile-time forms for 3- and 5-wide rows at strides 1 and 2 (MobileNets' and
+     * EfficientNets' kernels), else the problem's taps and stride. */
+    const int kw = s->dil[2] == 1 && (s->k[2] == 3 || s->k[2] == 5) ? (int)s->k[2] : 0;
+    const int sw = s->stride[2] == 1 || s->stride[2] == 2 ? (int)s->stride[2] : 0;
     for (int64_t od = 0; od < s->out[0]; od++)
     for (int64_t oh = 0; oh < s->out[1]; oh++) {
         int64_t kr[4];
         dw_tap_range(od, s->stride[0], s->pad[0], s->dil[0], s->k[0], s->in[0], &kr[0], &kr[1]);
         dw_tap_range(oh, s->stride[1], s->pad[1], s->dil[1], s->k[1], s->in[1], &kr[2], &kr[3]);
         size_t y_row = y_plane + (size_t)((od * s->out[1] + oh) * s->out[2]);
-        if (spec == 1)
+        if (kw == 3 && sw == 1)
             dw_nchw_row(j, xplane, w, bias, idx, kr, od, oh, y_row, 3, 1);
-        else if (spec == 2)
+        else if (kw == 3 && sw == 2)
             dw_nchw_row(j, xplane, w, bias, idx, kr, od, oh, y_row, 3, 2);
+        else if (kw == 5 && sw == 1)
+            dw_nchw_row(j, xplane, w, bias, idx, kr, od, oh, y_row, 5, 1);
+        else if (kw == 5 && sw == 2)
+            dw_nchw_row(j, xplane, w, bias, idx, kr, od, oh, y_row, 5, 2);
         else
             dw_nchw_row(j, xplane, w, bias, idx, kr, od, oh, y_row, 0, 0);
     }
@@ -355,24 +361,24 @@ static void dw_ring_fill(const cf_dw_job *j, const float *const *src, float *rin
 /* nq pixels of one output row, CF_VL channels each, summed into sums (bias included):
  * one FMA per tap and pixel, each reading one aligned vector of the ring.  rows[kh] is
  * the ring row of kernel row kh (the zero row outside the input), `at` the floats from
- * a row's start to the first pixel's window, w the block's packed weights.  K3: 3x3
- * kernels with dilation 1 along W (taps unrolled); SW: a compile-time stride along W
- * (0: the problem's). */
+ * a row's start to the first pixel's window, w the block's packed weights.  K: 3 or 5
+ * for K x K kernels with dilation 1 along W (taps unrolled), 0 for the problem's; SW: a
+ * compile-time stride along W (0: the problem's). */
 DW_INLINE void dw_blocked_pixels(const cf_dw_job *j, const float *const *rows, int64_t at,
                                  const float *w, cf_vf bias, float *sums, const int nq,
-                                 const bool K3, const int SW)
+                                 const int K, const int SW)
 {
     const cf_geom3 *s = &j->s;
-    const int64_t khn = K3 ? 3 : s->k[1], kwn = K3 ? 3 : s->k[2];
-    const int64_t sw = SW ? SW : s->stride[2], dw = K3 ? 1 : s->dil[2];
+    const int64_t khn = K ? K : s->k[1], kwn = K ? K : s->k[2];
+    const int64_t sw = SW ? SW : s->stride[2], dw = K ? 1 : s->dil[2];
     cf_vf acc[DW_PIX];
 #pragma GCC unroll 8
     for (int q = 0; q < nq; q++)
         acc[q] = bias;
-#pragma GCC unroll 3
+#pragma GCC unroll 5
     for (int64_t kh = 0; kh < khn; kh++) {
         const float *row = rows[kh] + at;
-#pragma GCC unroll 3
+#pragma GCC unroll 5
         for (int64_t kw = 0; kw < kwn; kw++) {
             cf_vf wv = cf_vload(w + (kh * kwn + kw) * CF_VL);
             const float *xp = row + kw * dw * CF_VL;
@@ -388,7 +394,7 @@ DW_INLINE void dw_blocked_pixels(const cf_dw_job *j, const float *const *rows, i
 
 #define DW_BLK_CASE(nq)                                                                    \
     case nq:                                                                               \
-        dw_blocked_pixels(j, rows, ow * sw * CF_VL, w, bias, sums + ow * CF_VL, nq, K3, SW); \
+        dw_blocked_pixels(j, rows, ow * sw * CF_VL, w, bias, sums + ow * CF_VL, nq, K, SW); \
         break;
 
 /* nrows output rows into sums (ow_n pixels of CF_VL channels each, row after row),
@@ -396,7 +402,7 @@ DW_INLINE void dw_blocked_pixels(const cf_dw_job *j, const float *const *rows, i
  * rows. */
 DW_INLINE void dw_blocked_row(const cf_dw_job *j, const float *const *rows_all, int nrows,
                               const float *w, const float *b, int cnt, float *sums,
-                              const bool K3, const int SW)
+                              const int K, const int SW)
 {
     const cf_geom3 *s = &j->s;
     const int64_t sw = SW ? SW : s->stride[2];
@@ -405,7 +411,7 @@ DW_INLINE void dw_blocked_row(const cf_dw_job *j, const float *const *rows_all, 
         const float *const *rows = rows_all + r * s->k[1];
         int64_t ow = 0;
         for (; ow + DW_PIX <= s->out[2]; ow += DW_PIX)
-            dw_blocked_pixels(j, rows, ow * sw * CF_VL, w, bias, sums + ow * CF_VL, DW_PIX, K3,
+            dw_blocked_pixels(j, rows, ow * sw * CF_VL, w, bias, sums + ow * CF_VL, DW_PIX, K,
                               SW);
         switch (s->out[2] - ow) {
             DW_BLK_CASE(1) DW_BLK_CASE(2) DW_BLK_CASE(3) DW_BLK_CASE(4)
@@ -421,23 +427,18 @@ DW_INLINE void dw_blocked_row(const cf_dw_job *j, const float *const *rows_all, 
 typedef void (*dw_row_fn)(const cf_dw_job *j, const float *const *rows, int nrows,
                           const float *w, const float *b, int cnt, float *sums);
 
-static void dw_row_k3s1(const cf_dw_job *j, const float *const *rows, int nrows,
-                        const float *w, const float *b, int cnt, float *sums)
-{
-    dw_blocked_row(j, rows, nrows, w, b, cnt, sums, true, 1);
-}
-
-static void dw_row_k3s2(const cf_dw_job *j, const float *const *rows, int nrows,
-                        const float *w, const float *b, int cnt, float *sums)
-{
-    dw_blocked_row(j, rows, nrows, w, b, cnt, sums, true, 2);
-}
-
-static void dw_row_any(const cf_dw_job *j, const float *const *rows, int nrows,
-                       const float *w, const float *b, int cnt, float *sums)
-{
-    dw_blocked_row(j, rows, nrows, w, b, cnt, sums, false, 0);
-}
+#define DW_ROW_FN(name, K, SW)                                                             \
+    static void name(const cf_dw_job *j, const float *const *rows, int nrows,              \
+                     const float *w, const float *b, int cnt, float *sums)                 \
+    {                                                                                      \
+        dw_blocked_row(j, rows, nrows, w, b, cnt, sums, K, SW);                            \
+    }
+DW_ROW_FN(dw_row_k3s1, 3, 1)
+DW_ROW_FN(dw_row_k3s2, 3, 2)
+DW_ROW_FN(dw_row_k5s1, 5, 1)
+DW_ROW_FN(dw_row_k5s2, 5, 2)
+DW_ROW_FN(dw_row_any, 0, 0)
+#undef DW_ROW_FN
 
 /* rows[kh]: the ring row that kernel row kh of an output row reads, or the zero row
  * (slot `ring`); ih is the input row of kh = 0 and slot its ring slot (ih mod ring, also
@@ -542,10 +543,13 @@ static void dw_nchw_blocked(const cf_dw_job *j, size_t unit)
     for (int64_t c = 0; c < j->width; c++)
         cf_vstore(ring + j->ring * slot_floats + c * CF_VL, cf_vzero());
     const float *w = j->w + m0 * j->ntaps, *b = j->b ? j->b + m0 : NULL;
-    bool k3 = s->k[1] == 3 && s->k[2] == 3 && s->dil[2] == 1;
-    dw_row_fn row_fn = k3 && s->stride[2] == 1 ? dw_row_k3s1
-                       : k3 && s->stride[2] == 2 ? dw_row_k3s2
-                                                 : dw_row_any;
+    /* Compile-time forms for 3x3 and 5x5 at strides 1 and 2, else the problem's. */
+    const int64_t kk = s->k[1] == s->k[2] && s->dil[2] == 1 ? s->k[2] : 0;
+    const dw_row_fn row_fn = kk == 3 && s->stride[2] == 1   ? dw_row_k3s1
+                             : kk == 3 && s->stride[2] == 2 ? dw_row_k3s2
+                             : kk == 5 && s->stride[2] == 1 ? dw_row_k5s1
+                             : kk == 5 && s->stride[2] == 2 ? dw_row_k5s2
+                                                            : dw_row_any;
     int64_t done = 0, pend = 0, pos = oh0 * ow_n;
     /* The first kernel row's input row, and its ring slot, for each output row. */
     int64_t ih0 = oh0 * s->stride[1] - s->pad[1], sh = s->stride[1] % j->ring;

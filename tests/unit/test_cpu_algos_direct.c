@@ -230,11 +230,12 @@ static void gen_direct_paths(rng *r, tconv *t)
     random_epilogue(r, t);
 }
 
-/* Depthwise as MobileNets use it: 2-D, mostly 3x3 with stride 1 or 2, planes from 1x1
+/* Depthwise as MobileNets and EfficientNets use it: 2-D, mostly 3x3, else 5x5 or any size,
+ * with stride 1 or 2, planes from 1x1
  * to 30x30 (NCHW rows of 7 and 14 pixels run through the channel-block kernel, and
  * planes too tall for its ring of input rows wrap around it), channel counts on both
- * sides of whole 16-channel blocks, multipliers 1 to 3; one problem in ten is 1-D with
- * rows too wide for that kernel's ring (the per-plane fallback). */
+ * sides of whole 16-channel blocks, multipliers 1 to 3; one problem in ten is 1-D (3 or 5
+ * taps) with rows too wide for that kernel's ring (the per-plane fallback). */
 static void gen_depthwise_planes(rng *r, tconv *t)
 {
     memset(t, 0, sizeof *t);
@@ -245,13 +246,14 @@ static void gen_depthwise_planes(rng *r, tconv *t)
         t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
     if (rnd(r) % 10 == 0) {
         t->nsp = 1;
-        random_axis(r, t, 0, 3, rnd_in(r, 1, 2), 1, 700);
+        random_axis(r, t, 0, rnd(r) % 2 ? 3 : 5, rnd_in(r, 1, 2), 1, 700);
     } else {
         t->nsp = 2;
-        bool k3 = rnd(r) % 4 != 0;
+        /* 3x3 and 5x5 (the kernels' compile-time forms) or any size and dilation. */
+        int64_t k = rnd(r) % 4 != 0 ? 3 : rnd(r) % 2 ? 5 : 0;
         int64_t stride = rnd_in(r, 1, 2), side = rnd_in(r, 1, 30);
         for (int a = 0; a < 2; a++)
-            random_axis(r, t, a, k3 ? 3 : rnd_in(r, 1, 5), stride, k3 ? 1 : rnd_in(r, 1, 2),
+            random_axis(r, t, a, k ? k : rnd_in(r, 1, 5), stride, k ? 1 : rnd_in(r, 1, 2),
                         side);
     }
     random_epilogue(r, t);
