@@ -26,6 +26,7 @@
 
 #include "convfind.h"
 #include "cpu/isa.h"
+#include "test_cache_util.h"
 
 typedef struct shape {
     convfind_op op;
@@ -62,19 +63,6 @@ static const shape SHAPES[] = {
 
 #define N_SHAPES (sizeof SHAPES / sizeof SHAPES[0])
 
-static uint64_t rng_state = 0x9e3779b97f4a7c15ull;
-
-static float *random_floats(size_t n)
-{
-    float *v = malloc((n ? n : 1) * sizeof *v);
-    assert_non_null(v);
-    for (size_t i = 0; i < n; i++) {
-        rng_state = rng_state * 6364136223846793005ull + 1442695040888963407ull;
-        v[i] = (float)((rng_state >> 40) & 0xffff) / 32768.0f - 1.0f;
-    }
-    return v;
-}
-
 static convfind_problem *make_problem(const shape *s, convfind_math_mode math)
 {
     convfind_conv_desc d;
@@ -103,32 +91,30 @@ static convfind_problem *make_problem(const shape *s, convfind_math_mode math)
     return p;
 }
 
-/* 1 when `algo` took the problem, after checking its in-place result. */
-static int check_algo(convfind_context *ctx, const convfind_problem *p, const char *algo)
+/* 1 when `algo` took the problem, after checking its in-place result on `d`. */
+static int check_algo(convfind_context *ctx, const convfind_problem *p, const tu_data *d,
+                      const char *algo)
 {
     convfind_plan *plan = NULL;
     convfind_status st = convfind_plan_create_with_algorithm(ctx, p, algo, &plan);
     if (st == CONVFIND_ERR_UNSUPPORTED)
         return 0;
     assert_int_equal(st, CONVFIND_OK);
-    size_t xn, wn, yn, bn;
-    assert_int_equal(convfind_problem_sizes(p, &xn, &wn, &yn, &bn), CONVFIND_OK);
-    float *x = random_floats(xn), *w = random_floats(wn), *b = random_floats(bn);
-    float *z = random_floats(yn), *y = random_floats(yn), *yz = malloc(yn * sizeof *yz);
+    float *yz = malloc(d->ny * sizeof *yz);
     assert_non_null(yz);
-    memcpy(yz, z, yn * sizeof *z);
-    convfind_tensors apart = {.x = x, .w = w, .b = b, .z = z, .y = y};
-    convfind_tensors in_place = {.x = x, .w = w, .b = b, .z = yz, .y = yz};
+    memcpy(yz, d->z, d->ny * sizeof *yz);
+    convfind_tensors apart = tu_tensors(d, p), in_place = apart;
+    in_place.z = in_place.y = yz;
     assert_int_equal(convfind_execute(plan, &apart), CONVFIND_OK);
     assert_int_equal(convfind_execute(plan, &in_place), CONVFIND_OK);
-    for (size_t i = 0; i < yn; i++)
-        if (memcmp(&y[i], &yz[i], sizeof y[i]) != 0) {
+    for (size_t i = 0; i < d->ny; i++)
+        if (memcmp(&d->y[i], &yz[i], sizeof yz[i]) != 0) {
             char desc[256];
             convfind_problem_describe(p, desc, sizeof desc);
             fail_msg("%s at %s: y[%zu] = %.9g in place, %.9g apart\n  problem: %s", algo,
-                     cf_isa_name(cf_isa_active()), i, yz[i], y[i], desc);
+                     cf_isa_name(cf_isa_active()), i, yz[i], d->y[i], desc);
         }
-    free(x), free(w), free(b), free(z), free(y), free(yz);
+    free(yz);
     convfind_plan_destroy(plan);
     return 1;
 }
@@ -137,6 +123,8 @@ static void test_every_algorithm_in_place(void **state)
 {
     (void)state;
     const int n_algos = convfind_algorithm_count();
+    int *took = calloc((size_t)n_algos, sizeof *took);
+    assert_non_null(took);
     for (int level = 0; level <= (int)cf_isa_machine(); level++) {
         assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
         convfind_context_options o;
@@ -146,25 +134,29 @@ static void test_every_algorithm_in_place(void **state)
         o.db_path = ":memory:";
         convfind_context *ctx = NULL;
         assert_int_equal(convfind_context_create(&o, &ctx), CONVFIND_OK);
-        for (int a = 0; a < n_algos; a++) {
-            const char *algo = convfind_algorithm_name(a);
-            if (strncmp(algo, "cpu.", 4) != 0)
-                continue;
-            int took = 0;
-            for (size_t s = 0; s < 2 * N_SHAPES; s++) {
-                convfind_problem *p = make_problem(&SHAPES[s % N_SHAPES],
-                                                   s < N_SHAPES ? CONVFIND_MATH_STRICT
-                                                                : CONVFIND_MATH_ALLOW_TF32);
-                took += check_algo(ctx, p, algo);
-                convfind_problem_destroy(p);
+        for (size_t s = 0; s < 2 * N_SHAPES; s++) {
+            convfind_problem *p = make_problem(&SHAPES[s % N_SHAPES],
+                                               s < N_SHAPES ? CONVFIND_MATH_STRICT
+                                                            : CONVFIND_MATH_ALLOW_TF32);
+            tu_data d;
+            tu_data_init(&d, p, (unsigned)s + 1);
+            for (int a = 0; a < n_algos; a++) {
+                const char *algo = convfind_algorithm_name(a);
+                if (strncmp(algo, "cpu.", 4) == 0)
+                    took[a] += check_algo(ctx, p, &d, algo);
             }
-            if (took == 0)
-                fail_msg("%s took none of the problems: its in-place residual is unchecked",
-                         algo);
+            tu_data_free(&d);
+            convfind_problem_destroy(p);
         }
         convfind_context_destroy(ctx);
+        for (int a = 0; a < n_algos; a++)
+            if (strncmp(convfind_algorithm_name(a), "cpu.", 4) == 0 && took[a] == 0)
+                fail_msg("%s took none of the problems at %s: its in-place residual is "
+                         "unchecked", convfind_algorithm_name(a), cf_isa_name(cf_isa_active()));
+        memset(took, 0, (size_t)n_algos * sizeof *took);
     }
     cf_isa_unforce();
+    free(took);
 }
 
 int main(void)
