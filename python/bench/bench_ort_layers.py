@@ -35,24 +35,17 @@ from convfind.onnx._graph import convolutions  # noqa: E402
 
 
 def run_timed(segments, inputs, times):
-    """Segment.run, timing each plan.execute into times[step index]; each output goes
-    where the segment's own run writes it (Segment.output), so no run pays the page
-    faults of fresh arrays and residuals are added in place as there."""
-    k = 0
+    """Segment.run, timing each plan.execute into times[step index]; the outputs go
+    where a session's segment writes them (kept arrays, residuals in place)."""
+    first = 0
     for seg in segments:
-        vals = {n: inputs[n] for n in seg.inputs}
-        owned = set()
-        for i, (state, x_name, z_name, out) in enumerate(seg.steps):
-            x = vals[x_name]
-            z = vals[z_name] if z_name is not None else None
-            plan = state.plan(x, None, None, z is not None)
-            y = seg.output(i, plan, vals, owned)
-            if y is None:
-                y = np.empty(plan.output_shape, x.dtype)
+        def timed(k, plan, x, z, y, first=first):
             t0 = time.perf_counter()
-            vals[out] = plan.execute(x, z=z, out=y)
-            times[k].append(time.perf_counter() - t0)
-            k += 1
+            out = plan.execute(x, z=z, out=y)
+            times[first + k].append(time.perf_counter() - t0)
+            return out
+        seg.run([inputs[n] for n in seg.inputs], timed)
+        first += len(seg.steps)
 
 
 def find_ms(state, plan):

@@ -124,14 +124,13 @@ def test_a_residual_used_for_the_last_time_is_added_in_place(ctx):
         close(session.run(None, {"input": x})[0], plain(model, x))
     (node,) = [a.s.decode() for n in session.model.graph.node for a in n.attribute
                if a.name == "node"]
-    segment = _kernel._nodes[node]
-    values, owned, written = {"input": x}, set(), []
-    for k, (state, x_name, z_name, out) in enumerate(segment.steps):
-        z = values[z_name] if z_name is not None else None
-        plan = state.plan(values[x_name], None, None, z is not None)
-        y = segment.output(k, plan, values, owned)
+    written = []
+
+    def execute(k, plan, x, z, y):
         written.append(y is not None and z is not None and y is z)
-        values[out] = plan.execute(values[x_name], z=z, out=y)
+        return plan.execute(x, z=z, out=y)
+
+    close(_kernel._nodes[node].run([x], execute)[0], plain(model, x))
     assert written == [False, False, True, False]
 
 

@@ -109,7 +109,7 @@ class Segment:
         """Every plan its convolutions have made so far."""
         return [plan for state, *_ in self.steps for plan in state.plans.values()]
 
-    def output(self, k, plan, values, owned):
+    def _output(self, k, plan, values, owned):
         """The array step k writes into (None: a new one), given the values so far and
         the names of those in this thread's arrays (`owned`, which it updates)."""
         _, x_name, z_name, out = self.steps[k]
@@ -129,14 +129,19 @@ class Segment:
             y = buffers[k][x.shape] = numpy.empty(plan.output_shape, x.dtype)
         return y
 
-    def run(self, feed):
+    def run(self, feed, execute=None):
+        """The outputs for `feed`.  execute(k, plan, x, z, y), when given, runs step k in
+        place of plan.execute(x, z=z, out=y) and returns its output (benchmarks and
+        tests look at each step through it)."""
         values = dict(zip(self.inputs, feed))
         owned = set()
         for k, ((state, x_name, z_name, out), drops) in enumerate(zip(self.steps, self.drops)):
             x = values[x_name]
             z = values[z_name] if z_name is not None else None
             plan = state.plan(x, None, None, z is not None)
-            values[out] = plan.execute(x, z=z, out=self.output(k, plan, values, owned))
+            y = self._output(k, plan, values, owned)
+            values[out] = (execute(k, plan, x, z, y) if execute is not None
+                           else plan.execute(x, z=z, out=y))
             for name in drops:
                 del values[name]
         return [values[name] for name in self.outputs]
