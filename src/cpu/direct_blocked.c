@@ -8,7 +8,11 @@
  * (image, group, group of output blocks, band of the output plane): each walks its band
  * in tiles whose sums stay in registers over a share of the reduction (as many input
  * blocks or taps as keep their weights in L1; a few tiles take turns with each share), then
- * applies bias, residual and activation while storing into Y's own layout.  Bands are as large as
+ * applies bias, residual and activation while storing into Y's own layout.  A tile
+ * leaves out the taps whose input is all padding (exactly along D and H, where it is one
+ * output row; along W for all of its pixels), so the padding rows are never read, nor
+ * written in step (2): atrous layers on small maps (DeepLabV3's rates 6 to 18 on 33x33)
+ * skip most of their products, other padded layers a few.  Bands are as large as
  * the thread count allows, so on small planes (7x7, 14x14) each task owns whole output
  * planes: its weights are read by one thread, its stores share no cache line with
  * another task's.  Steps (1) and (2) are cheap next to (3) for the layers this
@@ -125,7 +129,7 @@ static dbk_ws dbk_ws_of(const cf_problem *p, const dbk_geom *g)
     size_t w_floats =
         cf_ws_mul(t, cf_ws_mul(t, blocks_w, (size_t)g->ntaps), (size_t)(g->vl * g->vl));
     w.x = cf_ws_take(t, x_floats, sizeof(float));
-    w.tap = cf_ws_take(t, (size_t)g->ntaps, sizeof(ptrdiff_t));
+    w.tap = cf_ws_take(t, (size_t)g->ntaps, sizeof(cf_dbk_tap));
     w.w = cf_ws_take(t, w_floats, sizeof(float));
     return w;
 }
@@ -258,10 +262,9 @@ typedef struct dbk_job {
     const cf_exec_args *a;
     float *xb;
     const float *wp;
-    const ptrdiff_t *tap;
+    const cf_dbk_tap *tap; /* every kernel tap, in W's order */
     int nb, np;        /* tile shape: output blocks per task, pixels per tile */
-    int64_t share_cb;  /* input blocks per share of the reduction */
-    int64_t share_taps; /* taps per share (all of them unless share_cb is 1) */
+    int64_t fit_taps;  /* taps of nb output blocks whose weights fit a share */
     int64_t nobg;      /* groups of nb output blocks per group */
     int64_t tpr;       /* tiles per output row */
     int64_t bands;     /* compute tasks per (image, group, block group), each a run of tiles */
@@ -330,10 +333,8 @@ static void dbk_convert_row(const dbk_job *job, int64_t u)
     }
     dst += row * g->rs;
     int64_t id = row / g->hp - s->pad[0], ih = row % g->hp - s->pad[1];
-    if (id < 0 || id >= s->in[0] || ih < 0 || ih >= s->in[1]) {
-        memset(dst, 0, (size_t)g->rs * sizeof(float));
-        return;
-    }
+    if (id < 0 || id >= s->in[0] || ih < 0 || ih >= s->in[1])
+        return; /* a padding row: no tile reads it (dbk_tile_at leaves out its taps) */
     int64_t sw = s->stride[2], wp_max = g->wq * sw;
     int64_t iw_lo = s->pad[2] > 0 ? 0 : -s->pad[2];
     int64_t iw_hi = s->in[2] < wp_max - s->pad[2] ? s->in[2] : wp_max - s->pad[2];
@@ -365,9 +366,50 @@ static void dbk_convert_share(const dbk_job *job, size_t index)
 #define DBK_SHARE_TILES 8
 #define DBK_SLOT_MAX (2 * CF_DBK_MAX_NP * 16)
 
+/* Taps in one share at most: a tile's list of those it reads input with is on the
+ * stack (4 KB). */
+#define DBK_SHARE_TAPS_MAX 256
+
+/* The kernel taps a tile reads input with, per axis [lo, hi) (D, H, W): the others read
+ * only padding and are left out.  Exact along D and H, where a tile is one output row,
+ * so the padding rows are never read; along W those of any pixel of the tile, reading
+ * zeros for the others.  `full`: all of the kernel's taps. */
+typedef struct dbk_box {
+    int64_t lo[3], hi[3];
+    bool full;
+} dbk_box;
+
+/* Taps k in [0, s->k[a]) whose input position pos + k * dil is inside axis a of X:
+ * lo is that of the first position given, hi that of the second (the same position
+ * for an exact range; a tile's first and last pixel for the union over its pixels). */
+static void dbk_axis_taps(const cf_geom3 *s, int a, int64_t first, int64_t last, dbk_box *b)
+{
+    int64_t d = s->dil[a], in = s->in[a];
+    int64_t lo = last >= 0 ? 0 : (-last + d - 1) / d;
+    int64_t hi = first >= in ? 0 : (in - first + d - 1) / d;
+    b->lo[a] = lo;
+    b->hi[a] = hi < s->k[a] ? hi : s->k[a];
+    b->full = b->full && b->lo[a] == 0 && b->hi[a] == s->k[a];
+}
+
+/* The taps of the box among [k, k + nt) of the kernel's, in order, into list. */
+static int dbk_box_taps(const dbk_job *job, const dbk_box *b, int64_t k, int64_t nt,
+                        cf_dbk_tap *list)
+{
+    const cf_geom3 *s = &job->g->s;
+    int n = 0;
+    for (int64_t t = k; t < k + nt; t++) {
+        int64_t kw = t % s->k[2], kh = t / s->k[2] % s->k[1], kd = t / s->k[2] / s->k[1];
+        if (kd >= b->lo[0] && kd < b->hi[0] && kh >= b->lo[1] && kh < b->hi[1] &&
+            kw >= b->lo[2] && kw < b->hi[2])
+            list[n++] = job->tap[t];
+    }
+    return n;
+}
+
 /* One tile's place: its input, weights and output, and the reduction it spans. */
 static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0, int64_t t,
-                        cf_dbk_tile *tl, cf_dbk_store *st)
+                        cf_dbk_tile *tl, cf_dbk_store *st, dbk_box *box)
 {
     const cf_problem *p = job->p;
     const dbk_geom *g = job->g;
@@ -389,6 +431,14 @@ static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0,
     int64_t nm = g->mg - ob0 * vl < nb * vl ? g->mg - ob0 * vl : nb * vl;
     size_t y_off = nhwc ? (size_t)((n * p->out_sp + px) * p->m + m0)
                         : (size_t)((n * p->m + m0) * p->out_sp + px);
+    box->full = true;
+    if (!g->flat) { /* (a flat kernel's one tap always reads input) */
+        int64_t d0 = od * s->stride[0] - s->pad[0], h0 = oh * s->stride[1] - s->pad[1];
+        int64_t w0 = ow0 * s->stride[2] - s->pad[2];
+        dbk_axis_taps(s, 0, d0, d0, box);
+        dbk_axis_taps(s, 1, h0, h0, box);
+        dbk_axis_taps(s, 2, w0, w0 + (np - 1) * s->stride[2], box);
+    }
     *tl = (cf_dbk_tile){
         .x = xrow + ow0 * vl,
         .tap = job->tap,
@@ -412,6 +462,45 @@ static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0,
     };
 }
 
+/* Splits a balanced count into runs of at most `fit` (at least 1), so the last run is
+ * not a sliver. */
+static int64_t dbk_balanced_run(int64_t count, int64_t fit)
+{
+    if (fit < 1)
+        fit = 1;
+    int64_t runs = (count + fit - 1) / fit;
+    return (count + runs - 1) / runs;
+}
+
+/* The shares of the reduction for tiles that read the taps of box `read`: as many input
+ * blocks (all taps), or where one block's taps are too many, as many taps of one block,
+ * as keep the share's packed weights (nb output blocks x VL x VL per tap read and input
+ * block) within half of L1, the rest being for the input rows the tiles read.  Without
+ * shares a tile reads all its weights, up to hundreds of KB (3x3x3 on 64 channels, 3
+ * blocks: 166 KB on AVX2; DeepSpeech2's 21x11 kernels: 59 KB per block and output
+ * block), once per tile from L2, which then feeds the FMAs more slowly than they run
+ * (R3D-18's 3x3x3 layers: 40% of the FMA peak).  Counting only the taps read keeps the
+ * shares long where tiles skip most taps (DeepLabV3's 3x3 at rate 18 on 33x33: shares of
+ * one or two taps, whose partial sums in memory then cost a third of the time).
+ * A share holds at most DBK_SHARE_TAPS_MAX taps, the length of a tile's tap list. */
+static void dbk_choose_share(const dbk_job *job, const dbk_box *read, int64_t *share_cb,
+                             int64_t *share_taps)
+{
+    const dbk_geom *g = job->g;
+    int64_t taps_read = 1;
+    for (int a = 0; a < 3; a++)
+        taps_read *= read->hi[a] > read->lo[a] ? read->hi[a] - read->lo[a] : 0;
+    taps_read = taps_read > 1 ? taps_read : 1;
+    if (job->fit_taps >= taps_read && g->ntaps <= DBK_SHARE_TAPS_MAX) {
+        *share_cb = dbk_balanced_run(g->cbg, job->fit_taps / taps_read);
+        *share_taps = g->ntaps;
+    } else {
+        *share_cb = 1;
+        *share_taps = dbk_balanced_run(g->ntaps, job->fit_taps < DBK_SHARE_TAPS_MAX
+                                                     ? job->fit_taps : DBK_SHARE_TAPS_MAX);
+    }
+}
+
 /* One band (a run of consecutive tiles of the output plane) of one image and group for
  * one group of up to nb output blocks.  Up to DBK_SHARE_TILES tiles at a time go through
  * the reduction share by share, so each share's weights are read from L1 by all of them
@@ -429,6 +518,7 @@ static void dbk_band(const dbk_job *job, size_t index)
     int64_t n = rest / g->groups;
 
     float part[DBK_SHARE_TILES * DBK_SLOT_MAX] __attribute__((aligned(64)));
+    cf_dbk_tap list[DBK_SHARE_TAPS_MAX]; /* a share's taps that a tile reads input with */
     size_t slot = (size_t)(job->nb * job->np * vl);
     int64_t tiles = g->rows * job->tpr;
     int64_t t1 = (band + 1) * tiles / job->bands;
@@ -437,20 +527,29 @@ static void dbk_band(const dbk_job *job, size_t index)
         /* A tile's place is the same in every share: found once, narrowed per share. */
         cf_dbk_tile whole[DBK_SHARE_TILES];
         cf_dbk_store st[DBK_SHARE_TILES];
-        for (int64_t i = 0; i < tn; i++)
-            dbk_tile_at(job, n, grp, obg * job->nb, t0 + i, &whole[i], &st[i]);
-        for (int64_t cb = 0; cb < g->cbg; cb += job->share_cb) {
-            int ncb = (int)(g->cbg - cb < job->share_cb ? g->cbg - cb : job->share_cb);
-            for (int64_t k = 0; k < g->ntaps; k += job->share_taps) {
-                int nt = (int)(g->ntaps - k < job->share_taps ? g->ntaps - k : job->share_taps);
+        dbk_box box[DBK_SHARE_TILES];
+        dbk_box read = {.full = true}; /* the box around every tile's */
+        for (int64_t i = 0; i < tn; i++) {
+            dbk_tile_at(job, n, grp, obg * job->nb, t0 + i, &whole[i], &st[i], &box[i]);
+            for (int a = 0; a < 3; a++) {
+                read.lo[a] = i == 0 || box[i].lo[a] < read.lo[a] ? box[i].lo[a] : read.lo[a];
+                read.hi[a] = i == 0 || box[i].hi[a] > read.hi[a] ? box[i].hi[a] : read.hi[a];
+            }
+        }
+        int64_t share_cb, share_taps;
+        dbk_choose_share(job, &read, &share_cb, &share_taps);
+        for (int64_t cb = 0; cb < g->cbg; cb += share_cb) {
+            int ncb = (int)(g->cbg - cb < share_cb ? g->cbg - cb : share_cb);
+            for (int64_t k = 0; k < g->ntaps; k += share_taps) {
+                int nt = (int)(g->ntaps - k < share_taps ? g->ntaps - k : share_taps);
                 bool first = cb == 0 && k == 0, last = cb + ncb == g->cbg && k + nt == g->ntaps;
                 for (int64_t i = 0; i < tn; i++) {
                     cf_dbk_tile tl = whole[i];
                     tl.x += cb * g->x_cb;
-                    tl.w += cb * tl.w_cb + k * vl * vl;
+                    tl.w += cb * tl.w_cb;
                     tl.ncb = ncb;
-                    tl.tap += k;
-                    tl.ntaps = nt;
+                    tl.tap = box[i].full ? job->tap + k : list;
+                    tl.ntaps = box[i].full ? nt : dbk_box_taps(job, &box[i], k, nt, list);
                     tl.acc_in = first ? NULL : part + (size_t)i * slot;
                     tl.acc_out = last ? NULL : part + (size_t)i * slot;
                     job->k->tile(&tl, &st[i]);
@@ -522,36 +621,6 @@ static void dbk_choose_tile(const cf_dbk_kernels *k, const dbk_geom *g, int *nb_
     *np_out = best_np;
 }
 
-/* Splits a balanced count into runs of at most `fit` (at least 1), so the last run is
- * not a sliver. */
-static int64_t dbk_balanced_run(int64_t count, int64_t fit)
-{
-    if (fit < 1)
-        fit = 1;
-    int64_t runs = (count + fit - 1) / fit;
-    return (count + runs - 1) / runs;
-}
-
-/* The shares of the reduction: as many input blocks (all taps), or where one block's
- * taps are too many, as many taps of one block, as keep the share's packed weights (nb
- * output blocks x VL x VL per tap and input block) within half of L1, the rest being
- * for the input rows the tiles read.  Without shares a tile reads all its weights, up to
- * hundreds of KB (3x3x3 on 64 channels, 3 blocks: 166 KB on AVX2; DeepSpeech2's 21x11
- * kernels: 59 KB per block and output block), once per tile from L2, which then feeds
- * the FMAs more slowly than they run (R3D-18's 3x3x3 layers: 40% of the FMA peak). */
-static void dbk_choose_share(const dbk_geom *g, int nb, dbk_job *job)
-{
-    size_t per_tap = (size_t)(nb * g->vl * g->vl) * sizeof(float);
-    int64_t fit_taps = (int64_t)(cf_cpu_caches()->l1d / 2 / per_tap);
-    if (fit_taps >= g->ntaps) {
-        job->share_cb = dbk_balanced_run(g->cbg, fit_taps / g->ntaps);
-        job->share_taps = g->ntaps;
-    } else {
-        job->share_cb = 1;
-        job->share_taps = dbk_balanced_run(g->ntaps, fit_taps);
-    }
-}
-
 static convfind_status dbk_execute(const cf_problem *p, const void *state, const cf_exec_args *a)
 {
     (void)state;
@@ -572,14 +641,16 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     if (repack)
         dbk_pack(&g, a->w, wp, a->pool);
 
-    ptrdiff_t *tap = (ptrdiff_t *)(base + ws.tap);
+    cf_dbk_tap *tap = (cf_dbk_tap *)(base + ws.tap);
     const cf_geom3 *s = &g.s;
     for (int64_t kd = 0, t = 0; kd < s->k[0]; kd++)
         for (int64_t kh = 0; kh < s->k[1]; kh++)
             for (int64_t kw = 0; kw < s->k[2]; kw++, t++) {
                 int64_t wpos = kw * s->dil[2];
-                tap[t] = (ptrdiff_t)((kd * s->dil[0] * g.hp + kh * s->dil[1]) * g.rs +
-                                     ((wpos % s->stride[2]) * g.wq + wpos / s->stride[2]) * g.vl);
+                tap[t].x = (ptrdiff_t)((kd * s->dil[0] * g.hp + kh * s->dil[1]) * g.rs +
+                                       ((wpos % s->stride[2]) * g.wq + wpos / s->stride[2]) *
+                                           g.vl);
+                tap[t].w = (ptrdiff_t)(t * g.vl * g.vl);
             }
 
     dbk_job job = {.p = p, .g = &g, .k = k, .a = a, .xb = (float *)(base + ws.x), .wp = wp,
@@ -588,7 +659,8 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     if ((size_t)(job.nb * job.np * g.vl) > DBK_SLOT_MAX) /* a kernel table out of step */
         return cf_fail(CONVFIND_ERR_BACKEND, "cpu.direct_blocked tile %d x %d exceeds its "
                        "partial-sum slots", job.nb, job.np);
-    dbk_choose_share(&g, job.nb, &job);
+    size_t per_tap = (size_t)(job.nb * g.vl * g.vl) * sizeof(float);
+    job.fit_taps = (int64_t)(cf_cpu_caches()->l1d / 2 / per_tap);
     job.nobg = (g.mbg + job.nb - 1) / job.nb;
     job.tpr = (g.row_len + job.np - 1) / job.np;
 

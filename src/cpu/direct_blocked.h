@@ -26,15 +26,22 @@
 /* Longest pixel run of one tile, on every ISA. */
 #define CF_DBK_MAX_NP 14
 
+/* One kernel tap as a tile reads it: its input's offset from the tile's x and its
+ * packed weights' offset from the tile's w, both in floats. */
+typedef struct cf_dbk_tap {
+    ptrdiff_t x, w;
+} cf_dbk_tap;
+
 /* What one tile reduces over. */
 typedef struct cf_dbk_tile {
     const float *x;       /* input at the tile's first pixel, first input block */
-    const ptrdiff_t *tap; /* ntaps offsets (floats) from x, one per kernel tap */
+    const cf_dbk_tap *tap; /* the ntaps taps to reduce over: all of the kernel's, or
+                            * only those that read some input (a tile skips the
+                            * taps that read padding alone) */
     int ntaps;
     int ncb;              /* input blocks to reduce over */
     ptrdiff_t x_cb;       /* floats between input blocks */
-    const float *w;       /* packed weights of the first output block, first input block
-                           * and first tap; each tap's VL x VL follow the previous one's */
+    const float *w;       /* packed weights of the first output block and input block */
     ptrdiff_t w_cb;       /* floats between the weights of consecutive input blocks */
     ptrdiff_t w_ob;       /* floats between the packed weights of consecutive out blocks */
     int nb, np;           /* out blocks (1..4) and pixels (1..max_np[nb]) */

@@ -105,13 +105,13 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
         const float *xc = t->x + cb * t->x_cb;
         const float *w = t->w + cb * t->w_cb;
         for (int k = 0; k < t->ntaps; k++) {
-            const float *xp = xc + t->tap[k];
+            const float *xp = xc + t->tap[k].x, *wk = w + t->tap[k].w;
 #pragma GCC unroll 2
             for (int ci = 0; ci < CF_VL; ci++) {
                 cf_vf wv[4];
 #pragma GCC unroll 4
                 for (int j = 0; j < nb; j++)
-                    wv[j] = cf_vload(w + j * t->w_ob + ci * CF_VL);
+                    wv[j] = cf_vload(wk + j * t->w_ob + ci * CF_VL);
 #pragma GCC unroll 14
                 for (int p = 0; p < np; p++) {
                     cf_vf b = cf_vbcast(xp[p * CF_VL + ci]);
@@ -120,7 +120,6 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
                         acc[j][p] = cf_vfma(wv[j], b, acc[j][p]);
                 }
             }
-            w += CF_VL * CF_VL;
         }
     }
 

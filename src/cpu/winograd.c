@@ -261,7 +261,7 @@ static void wg_product_task(void *arg, size_t index)
     int64_t chunk = (int64_t)index % r->chunks;
     int64_t rest = (int64_t)index / r->chunks;
     int64_t obg = rest % r->nobg, pos = rest / r->nobg;
-    static const ptrdiff_t tap0 = 0;
+    static const cf_dbk_tap tap0 = {0, 0};
     const float *v = j->v + (size_t)pos * j->v_pos;
     const float *u = r->u + (size_t)pos * r->u_pos;
     float *mo = j->mo + (size_t)pos * j->mo_pos;

@@ -208,9 +208,11 @@ static void gen_depthwise(rng *r, tconv *t)
 }
 
 /* The shapes cpu.direct_blocked has its own paths for: 1x1 kernels without padding (any
- * stride; their tiles run across output rows) and 3x3 stride 2, on planes up to 12x12,
- * with enough output channels for several groups of output blocks and a partial last
- * one at every vector length. */
+ * stride; their tiles run across output rows), 3x3 stride 2, on planes up to 12x12,
+ * and atrous 3x3 (dilation 2 to 20, pads up to twice the dilation, rows up to 30
+ * outputs: tiles and rows whose taps read only padding, which it leaves out), with
+ * enough output channels for several groups of output blocks and a partial last one at
+ * every vector length. */
 static void gen_direct_paths(rng *r, tconv *t)
 {
     memset(t, 0, sizeof *t);
@@ -221,9 +223,12 @@ static void gen_direct_paths(rng *r, tconv *t)
     t->m = rnd_in(r, 1, 70);
     for (int a = 0; a < 3; a++)
         t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
-    bool one = rnd(r) % 2;
+    int kind = (int)(rnd(r) % 3);
+    bool one = kind == 0;
+    int64_t dil = kind == 2 ? rnd_in(r, 2, 20) : 1;
     for (int a = 0; a < 2; a++) {
-        random_axis(r, t, a, one ? 1 : 3, one ? rnd_in(r, 1, 3) : 2, 1, 12);
+        random_axis(r, t, a, one ? 1 : 3, one ? rnd_in(r, 1, 3) : kind == 1 ? 2 : 1, dil,
+                    kind == 2 ? 30 : 12);
         if (one && rnd(r) % 4 == 0) /* an end pad: the last outputs read only zeros */
             t->pe[a] = 1;
     }
