@@ -45,9 +45,10 @@
  *      further round only when a neighbour won the last one, within
  *      CF_FIND_REFINE_SHARE of the budget again and the room the candidate list has
  *      left.
- *   5. Final round (backends with final_round, not under RETUNE): the OK candidates
- *      within CF_FIND_FINAL_WINDOW of the fastest median (at most CF_FIND_FINALISTS, the
- *      fastest) are timed again in turns, one sample each per round after an untimed
+ *   5. Final round (backends with final_round, not under RETUNE): the fastest median
+ *      and the OK candidates whose median or fastest sample is within
+ *      CF_FIND_FINAL_WINDOW of it (at most CF_FIND_FINALISTS, the fastest medians) are
+ *      timed again in turns, one sample each per round after an untimed
  *      run (a sample of one run, or with a sample target of a batch sized as in step
  *      3), the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds
  *      (at most the backend's final_rounds) within CF_FIND_FINAL_SHARE of the budget,

@@ -3,7 +3,14 @@
  */
 #include "fake_find.h"
 
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+#include <cmocka.h>
 
 struct cf_find_bench {
     int unused;
@@ -55,4 +62,13 @@ cf_problem ff_problem(void)
 {
     return (cf_problem){.op = CONVFIND_OP_CONV, .dtype = CONVFIND_DTYPE_F32, .n = 1, .c = 1,
                         .m = 1, .group = 1, .nsp = 1};
+}
+
+const cf_candidate_stats *ff_stats_of(const cf_decision *d, const char *name)
+{
+    for (int i = 0; i < d->n_candidates; i++)
+        if (strcmp(d->candidates[i].algo, name) == 0)
+            return &d->candidates[i];
+    fail_msg("no candidate %s", name);
+    return NULL;
 }

@@ -9,6 +9,7 @@
 #define CONVFIND_TEST_FAKE_FIND_H
 
 #include "algo/backend.h"
+#include "decision/decision.h"
 #include "problem/problem.h"
 
 /* A prepared candidate: the algorithm it was prepared for. */
@@ -52,5 +53,8 @@ static inline const ff_timed *ff_timed_of(const cf_find_ready *r)
 
 /* The problem the tests find for: the smallest convolution (nothing runs it). */
 cf_problem ff_problem(void);
+
+/* Decision d's statistics of the candidate named name (fails the test when it has none). */
+const cf_candidate_stats *ff_stats_of(const cf_decision *d, const char *name);
 
 #endif /* CONVFIND_TEST_FAKE_FIND_H */

@@ -78,15 +78,6 @@ static void find(const double ms[N_ALGOS], cf_decision *d)
     assert_int_equal(cf_find_measure(&backend, NULL, &p, &cfg, d), CONVFIND_OK);
 }
 
-static const cf_candidate_stats *stats_of(const cf_decision *d, const char *name)
-{
-    for (int i = 0; i < d->n_candidates; i++)
-        if (strcmp(d->candidates[i].algo, name) == 0)
-            return &d->candidates[i];
-    fail_msg("no candidate %s", name);
-    return NULL;
-}
-
 /* Runs longer than a share (1 s / 4): a warm-up and one sample each, no more candidates
  * once the budget is spent, and no final round whose least rounds cannot fit. */
 static void runs_longer_than_the_share(void **state)
@@ -98,12 +89,12 @@ static void runs_longer_than_the_share(void **state)
     assert_string_equal(d.algo, "test.a");
     assert_int_equal(runs_of[0], 2); /* a warm-up and one sample */
     assert_int_equal(runs_of[1], 2);
-    assert_int_equal(stats_of(&d, "test.a")->repeats, 1); /* how little was measured */
-    assert_int_equal(stats_of(&d, "test.b")->status, CF_CAND_OK);
+    assert_int_equal(ff_stats_of(&d, "test.a")->repeats, 1); /* how little was measured */
+    assert_int_equal(ff_stats_of(&d, "test.b")->status, CF_CAND_OK);
     /* Started after the budget was spent (0.8 + 0.9 s): never run. */
     assert_int_equal(runs_of[2], 0);
     assert_int_equal(runs_of[3], 0);
-    assert_int_equal(stats_of(&d, "test.c")->status, CF_CAND_ABANDONED);
+    assert_int_equal(ff_stats_of(&d, "test.c")->status, CF_CAND_ABANDONED);
     /* The budget, and what the last candidate started within it spent past it. */
     assert_true(reported_ms <= 1e3 * BUDGET_S + 2 * ms[1]);
     cf_decision_clear(&d);
@@ -122,7 +113,7 @@ static void final_round_within_its_share(void **state)
     /* Each of a and b: a warm-up, then samples until their 250 ms share is spent. */
     assert_int_equal(runs_of[0], 1 + 13);
     assert_int_equal(runs_of[1], 1 + 12);
-    assert_true(stats_of(&d, "test.a")->repeats >= CF_FIND_MIN_REPEATS);
+    assert_true(ff_stats_of(&d, "test.a")->repeats >= CF_FIND_MIN_REPEATS);
     assert_int_equal(runs_of[2], 2); /* longer than its share: a warm-up and a sample */
     assert_int_equal(runs_of[3], 0); /* started after the budget was spent */
     assert_true(reported_ms <= 1e3 * BUDGET_S + 2 * ms[2]);
@@ -140,7 +131,7 @@ static void short_runs_keep_the_protocol(void **state)
     assert_string_equal(d.algo, "test.a");
     for (int i = 0; i < 3; i++)
         assert_true(runs_of[i] >= 1 + CF_FIND_MIN_REPEATS + 1 + 2 * CF_FIND_MIN_REPEATS);
-    assert_true(stats_of(&d, "test.reference")->repeats >= 1);
+    assert_true(ff_stats_of(&d, "test.reference")->repeats >= 1);
     cf_decision_clear(&d);
 }
 
@@ -174,12 +165,12 @@ static void looks_past_the_budget(void **state)
     assert_int_equal(runs_of[0], 2); /* a warm-up and one sample, within the budget */
     assert_int_equal(runs_of[1], 1); /* past it: one sample after the check */
     assert_int_equal(runs_of[2], 1);
-    assert_int_equal(stats_of(&d, "test.b")->repeats, 1);
-    assert_int_equal(stats_of(&d, "test.c")->status, CF_CAND_OK);
+    assert_int_equal(ff_stats_of(&d, "test.b")->repeats, 1);
+    assert_int_equal(ff_stats_of(&d, "test.c")->status, CF_CAND_OK);
     assert_int_equal(runs_of[3], 0);
-    assert_int_equal(stats_of(&d, "test.reference")->status, CF_CAND_ABANDONED);
-    assert_true(stats_of(&d, "test.reference")->not_needed);
-    assert_false(stats_of(&d, "test.c")->not_needed);
+    assert_int_equal(ff_stats_of(&d, "test.reference")->status, CF_CAND_ABANDONED);
+    assert_true(ff_stats_of(&d, "test.reference")->not_needed);
+    assert_false(ff_stats_of(&d, "test.c")->not_needed);
     cf_confidence k; /* every contender timed, but once: thin, not untimed */
     cf_decision_confidence(&d, &k);
     assert_int_equal(k.untimed, 0);
