@@ -46,9 +46,9 @@
  *      CF_FIND_REFINE_SHARE of the budget again and the room the candidate list has
  *      left.
  *   5. Final round (backends with final_round, not under RETUNE): the fastest median
- *      and the OK candidates whose median or fastest sample is within
- *      CF_FIND_FINAL_WINDOW of it (at most CF_FIND_FINALISTS, the fastest medians) are
- *      timed again in turns, one sample each per round after an untimed
+ *      and the OK candidates whose median, or fastest of at least
+ *      CF_FIND_FINAL_BY_FASTEST_SAMPLES samples, is within CF_FIND_FINAL_WINDOW of it
+ *      (at most CF_FIND_FINALISTS, the fastest medians) are timed again in turns, one sample each per round after an untimed
  *      run (a sample of one run, or with a sample target of a batch sized as in step
  *      3), the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds
  *      (at most the backend's final_rounds) within CF_FIND_FINAL_SHARE of the budget,
@@ -93,6 +93,7 @@
 #define CF_FIND_REFINE_ROUNDS 2
 #define CF_FIND_REFINE_SHARE 0.5
 #define CF_FIND_FINAL_WINDOW 0.15
+#define CF_FIND_FINAL_BY_FASTEST_SAMPLES 10
 #define CF_FIND_FINALISTS 4
 #define CF_FIND_FINAL_SHARE 0.25
 

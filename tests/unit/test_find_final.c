@@ -38,12 +38,12 @@ enum { STEADY, BURSTY, SLOW, REFERENCE };
 static const double speed_ms[N_ALGOS] = {0.060, 0.045, 0.080, 1.0};
 #define BURST_MS 0.120
 
-/* The last two candidates sampled: BURSTY's samples are disturbed (BURST_MS) while it
- * runs alone, three samples in a row or more (step 3), but for every tenth from the
- * first (so that it is not abandoned as hopeless after its first samples); in turns
- * (the final round: an untimed run, then a sample, per candidate) none is. */
-static int last[2] = {-1, -1};
+/* BURSTY's runs are disturbed (BURST_MS) from its first until another candidate runs
+ * (its turn in step 3), but for the first two of every ten, so that its first samples
+ * (after a warm-up run) show it is not hopeless; in turns (the final round) none is. */
 static int bursty_runs;
+static bool burst_over;
+static int last = -1; /* the candidate sampled last */
 /* Per candidate, the samples that followed another's: 1 for its turn in step 3, one more
  * for each round it had in the final round. */
 static int entries[N_ALGOS];
@@ -61,11 +61,11 @@ static convfind_status sample(cf_find_bench *b, cf_find_ready *r, int batch, dou
     (void)b;
     const int i = (int)(r->algo - algos);
     *ms = speed_ms[i];
-    if (i == BURSTY && last[0] == BURSTY && last[1] == BURSTY && bursty_runs++ % 10 != 0)
+    if (i == BURSTY && !burst_over && bursty_runs++ % 10 >= 2)
         *ms = BURST_MS;
-    entries[i] += last[1] != i;
-    last[0] = last[1];
-    last[1] = i;
+    burst_over = burst_over || (i != BURSTY && bursty_runs > 0);
+    entries[i] += last != i;
+    last = i;
     (void)batch;
     return CONVFIND_OK;
 }
@@ -79,15 +79,35 @@ static const cf_backend backend = {
     .reference = &algos[REFERENCE], .find = &hooks,
 };
 
+/* Three samples per candidate, as the CUDA backend takes. */
+static const cf_find_hooks few_hooks = {
+    FF_HOOKS, .check = check, .sample = sample, .final_round = true,
+    .min_repeats = 3, .max_repeats = 3,
+};
+
+static const cf_backend few_backend = {
+    .abi = CF_BACKEND_ABI, .name = "test", .algorithms = algorithms,
+    .reference = &algos[REFERENCE], .find = &few_hooks,
+};
+
+static void find(const cf_backend *b, cf_decision *d)
+{
+    last = -1;
+    bursty_runs = 0;
+    burst_over = false;
+    memset(entries, 0, sizeof entries);
+    const cf_problem p = ff_problem();
+    const cf_find_config cfg = {.budget_s = 1.0, .validate = true};
+    assert_int_equal(cf_find_measure(b, NULL, &p, &cfg, d), CONVFIND_OK);
+}
+
 /* The bursty candidate's median (0.12) is 2x the steady one's (0.06), its fastest
  * sample (0.045) within the window: it is timed again in turns, undisturbed, and wins. */
 static void test_fastest_sample_brings_a_candidate_in(void **state)
 {
     (void)state;
-    const cf_problem p = ff_problem();
-    const cf_find_config cfg = {.budget_s = 1.0, .validate = true};
     cf_decision d;
-    assert_int_equal(cf_find_measure(&backend, NULL, &p, &cfg, &d), CONVFIND_OK);
+    find(&backend, &d);
     assert_string_equal(d.algo, "test.bursty");
     assert_true(entries[BURSTY] > CF_FIND_MIN_REPEATS);
     assert_true(ff_stats_of(&d, "test.bursty")->median_ms < speed_ms[STEADY]);
@@ -95,10 +115,23 @@ static void test_fastest_sample_brings_a_candidate_in(void **state)
     assert_int_equal(entries[SLOW], 1);
 }
 
+/* Among three samples (one fast, two disturbed) the fastest says too little: the
+ * bursty candidate is left out and the steady one chosen. */
+static void test_fastest_of_few_samples_does_not(void **state)
+{
+    (void)state;
+    cf_decision d;
+    find(&few_backend, &d);
+    assert_string_equal(d.algo, "test.steady");
+    assert_int_equal(ff_stats_of(&d, "test.bursty")->repeats, 3);
+    assert_int_equal(entries[BURSTY], 1);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_fastest_sample_brings_a_candidate_in),
+        cmocka_unit_test(test_fastest_of_few_samples_does_not),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
