@@ -268,6 +268,8 @@ typedef struct dbk_job {
     int64_t nobg;      /* groups of nb output blocks per group */
     int64_t tpr;       /* tiles per output row */
     int64_t bands;     /* compute tasks per (image, group, block group), each a run of tiles */
+    bool own_input;    /* each task reads only its (image, group)'s input blocks and
+                        * converts them itself, just before it computes */
     size_t crows_all;  /* input rows to convert, all blocks of all images */
     size_t ctasks;     /* conversion tasks they are split into */
     atomic_size_t next_share; /* the next conversion share to claim */
@@ -561,7 +563,11 @@ static void dbk_band(const dbk_job *job, size_t index)
 
 /* ---- both passes in one parallel loop --------------------------------------------- */
 
-/* Every task first claims conversion shares until none is left, waits until all are
+/* A task whose (image, group)'s input blocks no other task reads (one band, one group
+ * of output blocks: ResNeXt's 32-group 3x3 layers) converts them itself and computes
+ * right away, from its own cache, without waiting for the other tasks' conversions
+ * (ResNeXt-50's res4 3x3 stride 2: 0.68x the time of converting first, all of them).
+ * Otherwise every task first claims conversion shares until none is left, waits until all are
  * finished, then computes its band.  One parallel loop instead of two saves a fork-join
  * per execution, which on 7x7 layers costs about as much as the conversion, and a
  * worker that arrives late still finds compute tasks.  A thread waits only once every
@@ -570,6 +576,15 @@ static void dbk_band(const dbk_job *job, size_t index)
 static void dbk_task(void *arg, size_t index)
 {
     dbk_job *job = arg;
+    if (job->own_input) {
+        /* Its (image, group)'s input blocks, which no other task reads. */
+        const dbk_geom *g = job->g;
+        int64_t u0 = (int64_t)index * g->cbg * g->crows;
+        for (int64_t u = u0; u < u0 + g->cbg * g->crows; u++)
+            dbk_convert_row(job, u);
+        dbk_band(job, index);
+        return;
+    }
     for (size_t c; (c = atomic_fetch_add_explicit(&job->next_share, 1, memory_order_relaxed)) <
                    job->ctasks;) {
         dbk_convert_share(job, c);
@@ -675,6 +690,7 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     size_t tiles = (size_t)(g.rows * job.tpr);
     size_t bands = (want + outer - 1) / outer;
     job.bands = (int64_t)(bands < tiles ? bands : tiles);
+    job.own_input = job.bands == 1 && job.nobg == 1;
     cf_parallel_for(a->pool, outer * (size_t)job.bands, dbk_task, &job);
     return CONVFIND_OK;
 }
