@@ -381,9 +381,12 @@ typedef struct dbk_box {
     bool full;
 } dbk_box;
 
-/* Taps k in [0, s->k[a]) whose input position pos + k * dil is inside axis a of X:
- * lo is that of the first position given, hi that of the second (the same position
- * for an exact range; a tile's first and last pixel for the union over its pixels). */
+/* Along axis a, the taps k in [0, s->k[a]) with which output positions from `first` to
+ * `last` (the input position of tap 0, pad subtracted) read inside X: lo is the first
+ * tap that `last`, the largest, reads input with, hi the end of those that `first`, the
+ * smallest, does.  first == last: that position's exact range; a tile's first and last
+ * pixel: every tap any of its pixels reads input with (and, where a stride skips over
+ * X, a few that none does, which read the zeroed padding columns). */
 static void dbk_axis_taps(const cf_geom3 *s, int a, int64_t first, int64_t last, dbk_box *b)
 {
     int64_t d = s->dil[a], in = s->in[a];
