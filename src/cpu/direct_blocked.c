@@ -437,6 +437,10 @@ static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0,
     size_t y_off = nhwc ? (size_t)((n * p->out_sp + px) * p->m + m0)
                         : (size_t)((n * p->m + m0) * p->out_sp + px);
     box->full = true;
+    for (int a = 0; a < 3; a++) {
+        box->lo[a] = 0;
+        box->hi[a] = s->k[a];
+    }
     if (!g->flat) { /* (a flat kernel's one tap always reads input) */
         int64_t d0 = od * s->stride[0] - s->pad[0], h0 = oh * s->stride[1] - s->pad[1];
         int64_t w0 = ow0 * s->stride[2] - s->pad[2];

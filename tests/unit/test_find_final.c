@@ -113,6 +113,7 @@ static void test_fastest_sample_brings_a_candidate_in(void **state)
     assert_true(ff_stats_of(&d, "test.bursty")->median_ms < speed_ms[STEADY]);
     /* Neither its median nor its fastest sample near: not timed again. */
     assert_int_equal(entries[SLOW], 1);
+    cf_decision_clear(&d);
 }
 
 /* Among three samples (one fast, two disturbed) the fastest says too little: the
@@ -125,6 +126,7 @@ static void test_fastest_of_few_samples_does_not(void **state)
     assert_string_equal(d.algo, "test.steady");
     assert_int_equal(ff_stats_of(&d, "test.bursty")->repeats, 3);
     assert_int_equal(entries[BURSTY], 1);
+    cf_decision_clear(&d);
 }
 
 int main(void)
