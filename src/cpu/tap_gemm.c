@@ -5,11 +5,13 @@
  * im2col multiplies the taps that fall in the padding as zeros.  Where that is a large
  * part of the work, this skips it: dilated convolutions on small maps (DeepLabV3's 3x3
  * classifiers at rates 6, 12 and 18 on 33x33 maps put 23%, 43% and 59% of their
- * products in the padding), and 3x3 layers on 7x7 maps (18%).  Skipping is per tile of
- * output pixels and per tap, over the run of pixels from the tap's first reachable output
- * to its last, so whole rows are skipped but the padding inside a row is still computed.
+ * products in the padding), and 3x3 layers on 7x7 maps (18%).  Skipping is exact: per
+ * tile of output rows and per tap, the GEMM runs over the box of outputs whose input for
+ * that tap lies inside X (through a scratch C where the box is narrower than the rows).
  * Each tap's GEMM has K = input channels, so its patch panels are a strided copy of X and
- * a tile of pixels fits the caches with far more pixels than im2col's (K = channels x taps).
+ * a tile of pixels fits the caches with far more pixels than im2col's (K = channels x taps);
+ * tiles hold at least 4 pixels per output channel, so that each tap's weights, read once
+ * per tile, cost less than its patches (gemm_conv.c).
  * For the same reason it takes only groups of 8 input channels or more.
  */
 #include "algo/algo.h"
