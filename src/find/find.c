@@ -382,6 +382,32 @@ static convfind_status refine(find_run *f, double share, double *best_ms)
     return st;
 }
 
+/* Ends the final round early for the finalists that cannot win it: after each round from
+ * the CF_FIND_MIN_REPEATS-th, one whose fastest sample of the round is slower than the
+ * window above the fastest median stops racing (its samples, taken in turns with the
+ * others', all say it is slower).  Most final rounds then end after a few rounds instead
+ * of spending their whole share: with the finalists of a slow minute admitted, ResNet-50's
+ * Find took 9.4 s at N=1 where it had taken 7.9.  Returns the finalists still racing. */
+static int final_eliminate(double t[][CF_FIND_MAX_REPEATS], const int *runs, bool *racing,
+                           int ok)
+{
+    double fastest[CF_FIND_FINALISTS] = {0}, lead = 0;
+    for (int j = 0; j < ok; j++) {
+        if (!racing[j])
+            continue;
+        cf_candidate_stats c = {0};
+        cf_find_summarize(&c, t[j], runs[j]);
+        fastest[j] = c.min_ms;
+        lead = lead == 0 || c.median_ms < lead ? c.median_ms : lead;
+    }
+    int left = 0;
+    for (int j = 0; j < ok; j++) {
+        racing[j] = racing[j] && fastest[j] <= lead * (1.0 + CF_FIND_FINAL_WINDOW);
+        left += racing[j];
+    }
+    return left;
+}
+
 /* The final round (find.h, step 5) within `round_s`.  Timed one after the other,
  * candidates meet different machine states (another process's burst, a clock change),
  * and on a shared two-core machine that alone reordered candidates 10-30% apart from one
@@ -391,14 +417,17 @@ static void final_round(find_run *f, double round_s)
     const cf_find_hooks *h = f->h;
     cf_candidate_stats *r = f->c.stats;
     const int n = f->c.n;
-    /* The fastest median, then the candidates whose median or fastest sample is within
-     * the window of it: a burst during a candidate's few milliseconds of samples moves
-     * its median but not its fastest sample (DenseNet's 1x1 layers on 7x7, 0.05 ms:
-     * cpu.gemm_1x1 measured at a median of 0.12 ms, 0.045 alone, lost to
-     * cpu.direct_blocked at 0.06 when left out).  The fastest sample counts among many
-     * (the CPU's up to 50), not among the CUDA backend's three, whose samples time the
-     * device alone and whose finalists cost Find the most.  At most CF_FIND_FINALISTS of
-     * them, the fastest medians, in order. */
+    /* The fastest median, then the candidates whose median is within the window of it,
+     * and, among candidates of many samples (the CPU's up to 50, not the CUDA backend's
+     * three, whose samples time the device alone and whose finalists cost Find the
+     * most), those whose fastest sample is within the window or whose median is within
+     * CF_FIND_FINAL_REACH of the fastest.  A burst during a candidate's few milliseconds
+     * of samples moves its median but not its fastest sample (DenseNet's 1x1 layers on
+     * 7x7, 0.05 ms: cpu.gemm_1x1 measured at a median of 0.12 ms, 0.045 alone, lost to
+     * cpu.direct_blocked at 0.06 when left out); a slow minute of the machine moves all
+     * of them (MobileNetV2's 1x1 layers on 7x7 went to algorithms 1.2-2.1x slower in
+     * some runs of the suite, right in others).  At most CF_FIND_FINALISTS of them, the
+     * fastest medians, in order. */
     int best = -1;
     for (int i = 0; i < n; i++)
         if (r[i].status == CF_CAND_OK && (best < 0 || r[i].median_ms < r[best].median_ms))
@@ -406,12 +435,13 @@ static void final_round(find_run *f, double round_s)
     if (best < 0)
         return;
     const double window_ms = r[best].median_ms * (1.0 + CF_FIND_FINAL_WINDOW);
+    const double reach_ms = r[best].median_ms * CF_FIND_FINAL_REACH;
     int pick[CF_FIND_FINALISTS] = {best}, k = 1;
     for (int i = 0; i < n; i++) {
-        const bool fastest_near = r[i].min_ms <= window_ms &&
-                                  r[i].repeats >= CF_FIND_FINAL_BY_FASTEST_SAMPLES;
-        if (i == best || r[i].status != CF_CAND_OK ||
-            (r[i].median_ms > window_ms && !fastest_near))
+        const bool many = r[i].repeats >= CF_FIND_FINAL_BY_FASTEST_SAMPLES;
+        const bool near = r[i].median_ms <= window_ms ||
+                          (many && (r[i].min_ms <= window_ms || r[i].median_ms <= reach_ms));
+        if (i == best || r[i].status != CF_CAND_OK || !near)
             continue;
         int at = k; /* insert by median, dropping the slowest when full */
         while (at > 1 && r[pick[at - 1]].median_ms > r[i].median_ms)
@@ -425,14 +455,20 @@ static void final_round(find_run *f, double round_s)
     }
     if (k < 2)
         return;
-    /* Its least rounds must fit its share, else the finalists keep their statistics of
-     * step 3: what they cost follows from the medians (per finalist a first sample, then
-     * per round an untimed run and a sample of about max(median, sample target)). */
+    /* Its least rounds must fit its share: what they cost follows from the medians (per
+     * finalist a first sample, then per round an untimed run and a sample of about
+     * max(median, sample target)).  The slowest finalists go first; with fewer than two
+     * left, the finalists keep their statistics of step 3. */
     double least_ms = 0;
     for (int j = 0; j < k; j++) {
         const double m = r[pick[j]].median_ms;
         const double batch_ms = m > h->sample_target_ms ? m : h->sample_target_ms;
         least_ms += m + CF_FIND_MIN_REPEATS * (m + batch_ms);
+    }
+    while (k > 2 && least_ms > 1e3 * round_s) {
+        const double m = r[pick[--k]].median_ms;
+        const double batch_ms = m > h->sample_target_ms ? m : h->sample_target_ms;
+        least_ms -= m + CF_FIND_MIN_REPEATS * (m + batch_ms);
     }
     if (least_ms > 1e3 * round_s) {
         if (f->trace)
@@ -465,28 +501,36 @@ static void final_round(find_run *f, double round_s)
     const int most = h->final_rounds > 0 && h->final_rounds < CF_FIND_MAX_REPEATS
                          ? h->final_rounds
                          : CF_FIND_MAX_REPEATS;
-    int rounds = 0;
+    int rounds = 0, runs[CF_FIND_FINALISTS] = {0}, left = ok;
+    bool racing[CF_FIND_FINALISTS];
+    for (int j = 0; j < ok; j++)
+        racing[j] = true;
     const find_clock start = clock_start(f);
     bool failed = false;
-    while (!failed && rounds < most && !cancelled(f->cfg) &&
+    while (!failed && left > 1 && rounds < most && !cancelled(f->cfg) &&
            (rounds < CF_FIND_MIN_REPEATS || spent_s(f, start) < round_s)) {
         for (int j = 0; j < ok && !failed; j++) {
             const int i = (j + rounds) % ok;
+            if (!racing[i])
+                continue;
             /* One untimed run first: the previous turn's candidate evicted this one's
              * weights and workspace, and a cold run would favour the algorithm with the
              * smaller footprint (Winograd lost its 3x3 layers to direct that way). */
             double warm;
             failed = sample(f, rd[i], 1, &warm) != CONVFIND_OK ||
-                     sample(f, rd[i], batch[i], &t[i][rounds]) != CONVFIND_OK;
+                     sample(f, rd[i], batch[i], &t[i][runs[i]]) != CONVFIND_OK;
+            runs[i] += !failed;
         }
         rounds += !failed;
+        if (!failed && rounds >= CF_FIND_MIN_REPEATS)
+            left = final_eliminate(t, runs, racing, ok);
     }
     for (int j = 0; j < ok; j++) {
-        if (ok >= 2 && rounds >= CF_FIND_MIN_REPEATS) {
-            cf_find_summarize(&r[pick[j]], t[j], rounds);
+        if (ok >= 2 && runs[j] >= CF_FIND_MIN_REPEATS) {
+            cf_find_summarize(&r[pick[j]], t[j], runs[j]);
             if (f->trace)
                 fprintf(stderr, "find: final %s rounds=%d median_ms=%.4f round_ms=%.2f\n",
-                        r[pick[j]].algo, rounds, r[pick[j]].median_ms,
+                        r[pick[j]].algo, runs[j], r[pick[j]].median_ms,
                         1e3 * spent_s(f, start));
         }
         synchronize(f);

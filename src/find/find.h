@@ -46,13 +46,16 @@
  *      CF_FIND_REFINE_SHARE of the budget again and the room the candidate list has
  *      left.
  *   5. Final round (backends with final_round, not under RETUNE): the fastest median
- *      and the OK candidates whose median, or fastest of at least
- *      CF_FIND_FINAL_BY_FASTEST_SAMPLES samples, is within CF_FIND_FINAL_WINDOW of it
- *      (at most CF_FIND_FINALISTS, the fastest medians) are timed again in turns, one sample each per round after an untimed
- *      run (a sample of one run, or with a sample target of a batch sized as in step
- *      3), the order rotating, for CF_FIND_MIN_REPEATS to CF_FIND_MAX_REPEATS rounds
- *      (at most the backend's final_rounds) within CF_FIND_FINAL_SHARE of the budget,
- *      not run when the finalists' medians say its least rounds do not fit it;
+ *      and the OK candidates whose median is within CF_FIND_FINAL_WINDOW of it or, with
+ *      at least CF_FIND_FINAL_BY_FASTEST_SAMPLES samples, whose fastest sample is within
+ *      that window or median within CF_FIND_FINAL_REACH x the fastest (at most
+ *      CF_FIND_FINALISTS, the fastest medians; the slowest dropped while the least
+ *      rounds below do not fit) are timed again in turns, one sample each per round
+ *      after an untimed run (a sample of one run, or with a sample target of a batch
+ *      sized as in step 3), the order rotating, for CF_FIND_MIN_REPEATS to
+ *      CF_FIND_MAX_REPEATS rounds (at most the backend's final_rounds) within
+ *      CF_FIND_FINAL_SHARE of the budget, not run when the medians of the two fastest
+ *      say its least rounds do not fit it;
  *      their statistics are replaced by this round's, so close candidates are compared
  *      under the same machine conditions.  A backend that takes few samples in step 3
  *      races its candidates this way: a short look at each, a longer one at the few
@@ -94,6 +97,7 @@
 #define CF_FIND_REFINE_SHARE 0.5
 #define CF_FIND_FINAL_WINDOW 0.15
 #define CF_FIND_FINAL_BY_FASTEST_SAMPLES 10
+#define CF_FIND_FINAL_REACH 2.0
 #define CF_FIND_FINALISTS 4
 #define CF_FIND_FINAL_SHARE 0.25
 
