@@ -382,6 +382,14 @@ static convfind_status refine(find_run *f, double share, double *best_ms)
     return st;
 }
 
+/* What a finalist of median `m` costs the final round's least rounds: a first sample,
+ * then per round an untimed run and a sample of about max(m, sample target). */
+static double final_least_ms(const cf_find_hooks *h, double m)
+{
+    const double batch_ms = m > h->sample_target_ms ? m : h->sample_target_ms;
+    return m + CF_FIND_MIN_REPEATS * (m + batch_ms);
+}
+
 /* Ends the final round early for the finalists that cannot win it: after each round from
  * the CF_FIND_MIN_REPEATS-th, one whose fastest sample of the round is slower than the
  * window above the fastest median stops racing (its samples, taken in turns with the
@@ -455,21 +463,13 @@ static void final_round(find_run *f, double round_s)
     }
     if (k < 2)
         return;
-    /* Its least rounds must fit its share: what they cost follows from the medians (per
-     * finalist a first sample, then per round an untimed run and a sample of about
-     * max(median, sample target)).  The slowest finalists go first; with fewer than two
-     * left, the finalists keep their statistics of step 3. */
+    /* Its least rounds must fit its share (final_least_ms): the slowest finalists go
+     * first; with fewer than two left, the finalists keep their statistics of step 3. */
     double least_ms = 0;
-    for (int j = 0; j < k; j++) {
-        const double m = r[pick[j]].median_ms;
-        const double batch_ms = m > h->sample_target_ms ? m : h->sample_target_ms;
-        least_ms += m + CF_FIND_MIN_REPEATS * (m + batch_ms);
-    }
-    while (k > 2 && least_ms > 1e3 * round_s) {
-        const double m = r[pick[--k]].median_ms;
-        const double batch_ms = m > h->sample_target_ms ? m : h->sample_target_ms;
-        least_ms -= m + CF_FIND_MIN_REPEATS * (m + batch_ms);
-    }
+    for (int j = 0; j < k; j++)
+        least_ms += final_least_ms(h, r[pick[j]].median_ms);
+    while (k > 2 && least_ms > 1e3 * round_s)
+        least_ms -= final_least_ms(h, r[pick[--k]].median_ms);
     if (least_ms > 1e3 * round_s) {
         if (f->trace)
             fprintf(stderr, "find: final skipped finalists=%d least_ms=%.2f share_ms=%.2f\n", k,

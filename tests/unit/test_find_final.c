@@ -53,8 +53,9 @@ static bool slow_minute;
 /* Every time above times this (a test of the final round's share). */
 static double scale = 1.0;
 static int last = -1; /* the candidate sampled last */
-/* Per candidate, the samples that followed another's: 1 for its turn in step 3, one more
- * for each round it had in the final round. */
+/* Per candidate, the samples that followed another's: 1 for its turn in step 3, more when
+ * it was timed in the final round (not one per round: the rotating order sometimes
+ * times it twice in a row). */
 static int entries[N_ALGOS];
 
 static bool check(cf_find_bench *b, cf_find_ready *r, int *runs, double *ms)

@@ -298,10 +298,10 @@ static size_t conv_tile(const cf_problem *p, size_t kdim, size_t least)
 /* cpu.tap_gemm's tiles hold at least this many pixels per output channel of a group.
  * Every tap's weights (channels out x in) are read once per tile, the tile's patches
  * (channels in x pixels) written once per tap, so with tiles of at least 4 x the output
- * channels the weights cost at most a quarter of the patches' traffic.  Tiles sized by
- * L2 alone held 256 pixels for DeepLabV3's 2048 -> 256 atrous layers, whose 19 MB of
- * weights were then streamed from L3 four times over: with tiles of 1024 pixels (545
- * balanced) they took 0.76-0.85x the time. */
+ * channels the weights cost at most a quarter of the patches' traffic.  Sized by L2
+ * alone, DeepLabV3's 2048 -> 256 atrous layers ran in 5 tiles, each reading all 19 MB of
+ * weights from L3; in 2 (545 pixels) they take 0.94-1.01x that time in a quiet minute of
+ * a shared machine and 0.76-0.85x in a loaded one. */
 #define TAP_TILE_LEAST 4
 
 /* How a Conv's GEMM runs: on patch panels (cpu.im2col_gemm); reading X in place when
@@ -334,9 +334,9 @@ static ws_layout layout_of(const cf_problem *p, conv_form form)
     } else if (p->op == CONVFIND_OP_CONV) {
         /* Per tap, a tile's panels hold one tap's rows at a time. */
         size_t kdim = l.per_tap ? cg : cf_ws_mul(&ws, cg, (size_t)p->k_sp);
-        size_t out_sp = (size_t)p->out_sp;
-        size_t least = !l.per_tap ? 0 : mg > out_sp / TAP_TILE_LEAST ? out_sp
-                                                                    : TAP_TILE_LEAST * mg;
+        size_t out_sp = (size_t)p->out_sp, least = 0;
+        if (l.per_tap)
+            least = mg > out_sp / TAP_TILE_LEAST ? out_sp : TAP_TILE_LEAST * mg;
         l.tile = conv_tile(p, kdim ? kdim : 1, least);
         /* + 32: rounding the tile up to any kernel's panel width (<= 32). */
         l.panels = cf_ws_take(&ws, cf_ws_mul(&ws, kdim, l.tile + 32), sizeof(float));
