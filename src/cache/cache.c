@@ -146,6 +146,17 @@ static void grow_locked(shard *s)
     s->nbuckets = nb;
 }
 
+/* Under the write lock: puts `e` at the head of its chain, uncharged. */
+static void link_locked(shard *s, cf_cache_entry *e)
+{
+    size_t b = bucket_of(s, e->key.hash);
+    e->linked = true;
+    e->next = s->buckets[b];
+    s->buckets[b] = e;
+    if (++s->count > s->nbuckets)
+        grow_locked(s);
+}
+
 /* Under the write lock: removes `e` from its chain and returns its charge. */
 static void unlink_locked(cf_cache *c, shard *s, cf_cache_entry *e)
 {
@@ -284,35 +295,37 @@ convfind_status cf_cache_acquire(cf_cache *c, const cf_key *key, cf_cache_entry 
             cf_cache_release(e); /* abandoned: try again, perhaps as the owner */
             continue;
         }
-        /* Miss: reserve before taking the write lock, since eviction takes other
-         * shards' locks and must never nest inside this one. */
-        bool charged = reserve(c, c->per_entry);
+        /* Miss.  The new entry is linked in the same hold of the write lock as the
+         * check that it is absent, and charged only after: a caller that reserved first
+         * could evict, while reserving, the entry another thread had linked and published
+         * for this key since this caller's look-up, and then measure the key a second
+         * time.  Reserving outside the lock keeps eviction, which takes other shards'
+         * locks, from nesting inside this one; it never takes this entry, which stays
+         * PENDING until its owner publishes it. */
         cf_brlock_write(&s->lock);
         e = find_locked(s, key);
         if (e) { /* another caller linked it meanwhile */
             cf_brlock_write_unlock(&s->lock);
-            if (charged)
-                atomic_fetch_sub_explicit(&c->bytes, c->per_entry, memory_order_relaxed);
             continue;
         }
-        e = entry_new(key, charged ? 2 : 1);
+        e = entry_new(key, 2); /* the table's reference and the owner's */
         if (!e) {
             cf_brlock_write_unlock(&s->lock);
-            if (charged)
-                atomic_fetch_sub_explicit(&c->bytes, c->per_entry, memory_order_relaxed);
             return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a cache entry");
         }
         atomic_fetch_add_explicit(&s->misses, 1, memory_order_relaxed);
-        if (charged) {
-            size_t b = bucket_of(s, key->hash);
-            e->charge = c->per_entry;
-            e->linked = true;
-            e->next = s->buckets[b];
-            s->buckets[b] = e;
-            if (++s->count > s->nbuckets)
-                grow_locked(s);
-        }
+        link_locked(s, e);
         cf_brlock_write_unlock(&s->lock);
+        bool charged = reserve(c, c->per_entry);
+        cf_brlock_write(&s->lock);
+        if (charged)
+            e->charge = c->per_entry;
+        else /* a budget below one entry, or nothing evictable: the entry serves its owner
+              * and the callers already waiting for it, and leaves the table */
+            unlink_locked(c, s, e);
+        cf_brlock_write_unlock(&s->lock);
+        if (!charged)
+            cf_cache_release(e); /* the table's */
         *out = e;
         *owner = true;
         return CONVFIND_OK;

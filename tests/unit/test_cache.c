@@ -1,10 +1,13 @@
 /*
  * test_cache.c - the decision cache itself (src/cache/cache.c), below the public API:
  * single flight with publish and abandon, reference counting across eviction, successor
- * publication, and the byte budget's edge cases.
+ * publication, the byte budget's edge cases, and single flight when the miss of one
+ * racer must evict to make room while the other has already published.
  */
 #include <pthread.h>
+#include <sched.h>
 #include <setjmp.h>
+#include <stdatomic.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -162,7 +165,8 @@ static void test_budget_too_small_is_transient(void **state)
     (void)state;
     cf_cache *c = cf_cache_create(16, 4);
     for (int round = 0; round < 2; round++) {
-        cf_cache_entry *e = acquire(c, 9, true); /* never linked: a miss every time */
+        /* unlinked before it is returned: a miss every time */
+        cf_cache_entry *e = acquire(c, 9, true);
         publish(c, e, "algo.t");
         cf_cache_release(e);
     }
@@ -184,6 +188,75 @@ static void test_hash_spreads(void **state)
     assert_true(same_shard < 100);
 }
 
+/* Two threads miss on each new key at once in a cache with room for one entry, so every
+ * miss evicts; the owner publishes at once.  Exactly one of them may own each key.  A
+ * racer whose look-up missed before the owner linked the entry, and whose reservation
+ * ran after the owner published it, evicted the very entry it was about to look for
+ * and became a second owner (a second Find of the key) while it reserved before linking
+ * (once in CI's concurrent_db_churn; here, with that order, 1 to 2122 keys owned twice in
+ * each of 20 runs on two cores). */
+#define RACE_KEYS 50000
+
+typedef struct racer {
+    cf_cache *c;
+    atomic_int *arrived;
+    int owned[RACE_KEYS];
+} racer;
+
+static void *race_keys(void *arg)
+{
+    racer *r = arg;
+    for (int k = 0; k < RACE_KEYS; k++) {
+        /* both leave the start line of key k together */
+        atomic_fetch_add(r->arrived, 1);
+        while (atomic_load(r->arrived) < 2 * (k + 1))
+            sched_yield();
+        cf_key key = key_of(1000 + k);
+        cf_cache_entry *e;
+        bool owner;
+        assert_int_equal(cf_cache_acquire(r->c, &key, &e, &owner), CONVFIND_OK);
+        if (owner)
+            publish(r->c, e, "algo.race");
+        r->owned[k] = owner;
+        cf_cache_release(e);
+    }
+    return NULL;
+}
+
+static void test_racing_misses_that_evict_have_one_owner(void **state)
+{
+    (void)state;
+    cf_cache *c = cf_cache_create(1 << 20, 4);
+    cf_cache_entry *e = acquire(c, 0, true);
+    publish(c, e, "algo.one");
+    cf_cache_release(e);
+    cf_cache_stats st;
+    cf_cache_stats_get(c, &st);
+    cf_cache_destroy(c);
+    c = cf_cache_create(st.bytes, 4); /* room for one entry */
+    atomic_int arrived = 0;
+    static racer r[2];
+    pthread_t th[2];
+    for (int i = 0; i < 2; i++) {
+        r[i] = (racer){.c = c, .arrived = &arrived};
+        pthread_create(&th[i], NULL, race_keys, &r[i]);
+    }
+    for (int i = 0; i < 2; i++)
+        pthread_join(th[i], NULL);
+    int twice = 0, never = 0;
+    for (int k = 0; k < RACE_KEYS; k++) {
+        twice += r[0].owned[k] && r[1].owned[k];
+        never += !r[0].owned[k] && !r[1].owned[k];
+    }
+    cf_cache_stats_get(c, &st);
+    printf("%d keys: owned twice %d, never %d; waits %llu evictions %llu\n", RACE_KEYS, twice,
+           never, (unsigned long long)st.waits, (unsigned long long)st.evictions);
+    assert_int_equal(twice, 0);
+    assert_int_equal(never, 0);
+    assert_true(st.evictions >= RACE_KEYS - 1); /* every new key made room */
+    cf_cache_destroy(c);
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -192,6 +265,7 @@ int main(void)
         cmocka_unit_test(test_successor),
         cmocka_unit_test(test_budget_too_small_is_transient),
         cmocka_unit_test(test_hash_spreads),
+        cmocka_unit_test(test_racing_misses_that_evict_have_one_owner),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
