@@ -251,8 +251,9 @@ static void test_long_k_sliced(void **state)
  * rows, or transposed (column-major) when k is odd; or B in place with padded rows.  A
  * ReLU and a row or column bias run the fused epilogue on those paths too.  `c_cols`:
  * C column-major (an NCHW output with pixels as rows, whose K is sliced only past a
- * larger limit).  `variant`: 7 or 14 for the level's 7- or 14-row kernel variant where
- * it has one (the pixels of 7x7 and 14x14 maps), 0 for the level's kernel. */
+ * larger limit).  `variant`: 7, 14 or 1 for the level's 7-, 14- or one-row kernel variant
+ * where it has one (the pixels of 7x7 and 14x14 maps, one pixel), 0 for the level's
+ * kernel. */
 static void check_in_place_kern(size_t m, size_t n, size_t k, bool a_in_place, bool c_cols,
                                 int variant, cf_threadpool *pool)
 {
@@ -261,6 +262,8 @@ static void check_in_place_kern(size_t m, size_t n, size_t k, bool a_in_place, b
         kern = kern->mr7;
     if (variant == 14 && kern->mr14 != NULL)
         kern = kern->mr14;
+    if (variant == 1 && kern->mr1 != NULL)
+        kern = kern->mr1;
     const bool a_cols = a_in_place && k % 2 == 1;
     const size_t ars = a_cols ? 1 : k + 3, acs = a_cols ? m + 2 : 1, ldb = n + 5;
     float *a = rand_buf((m + 2) * (k + 3)), *b = rand_buf(k * ldb), *c = rand_buf(m * n);
@@ -328,14 +331,15 @@ static void in_place_body(cf_threadpool *pool)
 }
 
 /* Column-major C stored by the kernel (pixels as rows) with only a bias and a clamp, the
- * epilogue the kernel applies before its transpose, and row-major C: 7-, 8- and 14-row
- * kernels, full and partial row panels, every column count class of the last panel
- * (under 16, 16, between 16 and 32, whole panels), short K. */
+ * epilogue the kernel applies before its transpose, and row-major C: 1-, 7-, 8- and
+ * 14-row kernels, full and partial row panels, every column count class of the last panel
+ * (under 16, 16, between 16 and 32, whole panels), short K (the one-row kernel's steps of
+ * four k and every remainder). */
 static void trans_store_body(cf_threadpool *pool)
 {
-    static const size_t ms[] = {7, 14, 28, 49, 50, 196};
+    static const size_t ms[] = {1, 7, 14, 28, 49, 50, 196};
     static const size_t ns[] = {5, 16, 20, 32, 37, 64};
-    static const int variants[] = {0, 7, 14};
+    static const int variants[] = {0, 7, 14, 1};
     for (size_t im = 0; im < sizeof ms / sizeof ms[0]; im++)
         for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++)
             for (size_t k = 1; k <= 20; k += 1 + (im + in) % 4)

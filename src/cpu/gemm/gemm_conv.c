@@ -34,13 +34,15 @@ typedef struct packed_header {
 } packed_header;
 
 /* The kernel of a GEMM whose rows are a Conv's output pixels: `kern`, or, when 8 does
- * not divide the pixels, its 14-row variant where 14 does (14x14 maps) or its 7-row one
- * where 7 does (7x7 maps). */
+ * not divide the pixels, its 14-row variant where 14 does (14x14 maps), its 7-row one
+ * where 7 does (7x7 maps) or its one-row one for a single pixel. */
 static const cf_sgemm_kernel *pixel_rows_kernel(const cf_problem *p, const cf_sgemm_kernel *kern)
 {
     size_t pix = (size_t)p->out_sp;
     if (pix % 8 == 0)
         return kern;
+    if (kern->mr1 != NULL && pix == 1)
+        return kern->mr1;
     if (kern->mr14 != NULL && pix % 14 == 0)
         return kern->mr14;
     return kern->mr7 != NULL && pix % 7 == 0 ? kern->mr7 : kern;

@@ -96,6 +96,10 @@ typedef struct cf_sgemm_kernel {
     const struct cf_sgemm_kernel *mr14; /* the same with MR = 14, for row counts 14 divides
                                 * and 8 does not (14x14 maps: half the transposed stores of
                                 * the 7-row kernel); NULL when there is none */
+    const struct cf_sgemm_kernel *mr1; /* the same with MR = 1, for a GEMM of one row (a
+                                * Conv with one output pixel: squeeze-and-excite and
+                                * classifier 1x1 layers, where the MR-row kernel computes
+                                * MR - 1 rows of padding); NULL when there is none */
 } cf_sgemm_kernel;
 
 /* Applied while C tiles are stored, after the product (and the accumulation into C

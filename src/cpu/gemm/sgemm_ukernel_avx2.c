@@ -152,4 +152,4 @@ static void ukernel_6x16(size_t k, const float *a, size_t a_rs, size_t a_ks, con
 }
 
 const cf_sgemm_kernel cf_sgemm_kernel_avx2 = {CF_ISA_AVX2_FMA, MR, NR, ukernel_6x16, false, NULL,
-                                              NULL};
+                                              NULL, NULL};

@@ -49,4 +49,4 @@ static void ukernel_4x16(size_t k, const float *a, size_t a_rs, size_t a_ks, con
 }
 
 const cf_sgemm_kernel cf_sgemm_kernel_portable = {CF_ISA_PORTABLE, MR, NR, ukernel_4x16, true,
-                                                  NULL, NULL};
+                                                  NULL, NULL, NULL};
