@@ -49,8 +49,9 @@ static const cf_sgemm_kernel *pixel_rows_kernel(const cf_problem *p, const cf_sg
 }
 
 /* Whether a Conv's GEMM has output pixels as rows and channels as columns (weights =
- * packed B): NHWC, where that is the memory order; and NCHW when that wastes clearly
- * fewer FMAs and the kernel stores column-major tiles itself (trans_c).  Rows round up to
+ * packed B): NHWC, where that is the memory order; NCHW with one output pixel, where the
+ * kernel has a one-row variant; and NCHW when that wastes clearly fewer FMAs and the
+ * kernel stores column-major tiles itself (trans_c).  Rows round up to
  * MR and columns to half a panel (a vector), so a 7x7 map computes 49 pixel rows (7-row
  * kernel) instead of 64 pixel columns.  The 5% margin pays for the transposed store.
  * `kern` is the level's kernel (cf_kernel_table's sgemm), never its 7-row variant. */
@@ -59,6 +60,9 @@ static bool pixels_as_rows(const cf_problem *p, const cf_sgemm_kernel *kern)
     if (p->op != CONVFIND_OP_CONV)
         return false;
     if (p->layout == CONVFIND_LAYOUT_NHWC)
+        return true;
+    /* One pixel: C's two orders are the same, and the one-row kernel computes no padding. */
+    if (p->out_sp == 1 && kern->mr1 != NULL)
         return true;
     if (!kern->trans_c)
         return false;

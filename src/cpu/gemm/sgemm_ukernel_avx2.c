@@ -9,7 +9,8 @@
  * plain stores of 4, 2 and 1 floats (cf_vstore_n): on AMD a masked store costs several
  * times a plain one, and the epilogue's twelve of them on every tile were measured at
  * 1.2-1.35x oneDNN's AVX2 time on MobileNetV2's short-K 1x1 layers.  With at most 8
- * columns left only one vector per row is computed.
+ * columns left only one vector per row is computed.  A one-row variant (mr1) serves Convs
+ * with one output pixel.
  */
 #include <immintrin.h>
 #include <stdbool.h>
@@ -28,16 +29,23 @@
 #define STORE(p, h, v)                                                                   \
     (full ? _mm256_storeu_ps((p), (v)) : cf_vstore_n((p), (v), (int)ncols - 8 * (h)))
 
+/* The tile of `rows` (6 or 1) rows and `halves` vectors per row. */
 static inline __attribute__((always_inline)) void
-tile_6xh(const int halves, const bool full, size_t k, const float *a, size_t a_rs, size_t a_ks,
-         const float *b, size_t ldb, float *c, size_t ldc, size_t ncols, const __m256i mask[2],
-         const cf_sgemm_tile_ep *ep)
+tile_rxh(const int rows, const int halves, const bool full, size_t k, const float *a,
+         size_t a_rs, size_t a_ks, const float *b, size_t ldb, float *c, size_t ldc,
+         size_t ncols, const __m256i mask[2], const cf_sgemm_tile_ep *ep)
 {
     /* Named accumulators, not an array, and the epilogue applied to them in place: an
      * array of vectors (or a loop over one) made GCC keep the tile on the stack, so
      * every epilogue part was a load, an add and a store per vector.  Each part is one
      * branch over all rows. */
-#define ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define ALL_ROWS(X) X(0) X(1) X(2) X(3) X(4) X(5)
+#define IF_ROW(X, r)                                                                     \
+    if ((r) < rows) {                                                                    \
+        X(r)                                                                             \
+    }
+#define ROWS(X)                                                                          \
+    IF_ROW(X, 0) IF_ROW(X, 1) IF_ROW(X, 2) IF_ROW(X, 3) IF_ROW(X, 4) IF_ROW(X, 5)
 #define BOTH(r, OP)                                                                      \
     {                                                                                    \
         c##r##_0 = OP(c##r##_0, r, 0);                                                   \
@@ -52,8 +60,28 @@ tile_6xh(const int halves, const bool full, size_t k, const float *a, size_t a_r
         if (halves == 2)                                                                 \
             c##r##_1 = _mm256_fmadd_ps(av, b1, c##r##_1);                                \
     }
-    ROWS(DECL)
-    for (size_t kk = 0; kk < k; kk++) {
+    ALL_ROWS(DECL)
+    size_t kk = 0;
+    if (rows == 1) {
+        /* One row has one or two sums, each FMA waiting on the last: four k steps at a
+         * time go to four sets of sums (the unused rows 1-3's), added up after. */
+#define STEP1(j)                                                                         \
+    {                                                                                    \
+        const __m256 av = _mm256_broadcast_ss(a + (j) * a_ks);                           \
+        c##j##_0 = _mm256_fmadd_ps(av, LOAD(b + (j) * ldb, 0), c##j##_0);                \
+        if (halves == 2)                                                                 \
+            c##j##_1 = _mm256_fmadd_ps(av, LOAD(b + (j) * ldb + 8, 1), c##j##_1);        \
+    }
+        for (; kk + 4 <= k; kk += 4) {
+            STEP1(0) STEP1(1) STEP1(2) STEP1(3)
+            a += 4 * a_ks;
+            b += 4 * ldb;
+        }
+#undef STEP1
+        c0_0 = _mm256_add_ps(_mm256_add_ps(c0_0, c1_0), _mm256_add_ps(c2_0, c3_0));
+        c0_1 = _mm256_add_ps(_mm256_add_ps(c0_1, c1_1), _mm256_add_ps(c2_1, c3_1));
+    }
+    for (; kk < k; kk++) {
         __m256 b0 = LOAD(b + 0, 0);
         __m256 b1 = halves == 2 ? LOAD(b + 8, 1) : b0;
         ROWS(STEP)
@@ -104,6 +132,8 @@ tile_6xh(const int halves, const bool full, size_t k, const float *a, size_t a_r
         ROWS(DO_CLIP)
     }
     ROWS(DO_STORE)
+#undef ALL_ROWS
+#undef IF_ROW
 #undef ROWS
 #undef BOTH
 #undef DECL
@@ -125,9 +155,11 @@ tile_6xh(const int halves, const bool full, size_t k, const float *a, size_t a_r
 #undef LOAD
 #undef STORE
 
-static void ukernel_6x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
-                         size_t ldb, float *c, size_t ldc, size_t ncols,
-                         const cf_sgemm_tile_ep *ep)
+/* The kernel of `rows` rows: its tile variant by the columns left in the panel and A's
+ * strides. */
+static inline __attribute__((always_inline)) void
+ukernel_rows(const int rows, size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+             size_t ldb, float *c, size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep)
 {
     const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
     __m256i mask[2];
@@ -135,21 +167,37 @@ static void ukernel_6x16(size_t k, const float *a, size_t a_rs, size_t a_ks, con
     mask[1] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)ncols - 8), lane);
     /* Packed A (unit row stride) is by far the common case: a constant stride lets the
      * broadcasts use immediate offsets. */
-    if (a_rs == 1 && a_ks == MR) {
+    if (a_rs == 1 && a_ks == (size_t)rows) {
         if (ncols == NR)
-            tile_6xh(2, true, k, a, 1, MR, b, ldb, c, ldc, ncols, mask, ep);
+            tile_rxh(rows, 2, true, k, a, 1, rows, b, ldb, c, ldc, ncols, mask, ep);
         else if (ncols > 8)
-            tile_6xh(2, false, k, a, 1, MR, b, ldb, c, ldc, ncols, mask, ep);
+            tile_rxh(rows, 2, false, k, a, 1, rows, b, ldb, c, ldc, ncols, mask, ep);
         else
-            tile_6xh(1, false, k, a, 1, MR, b, ldb, c, ldc, ncols, mask, ep);
+            tile_rxh(rows, 1, false, k, a, 1, rows, b, ldb, c, ldc, ncols, mask, ep);
     } else if (ncols == NR) {
-        tile_6xh(2, true, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
+        tile_rxh(rows, 2, true, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
     } else if (ncols > 8) {
-        tile_6xh(2, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
+        tile_rxh(rows, 2, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
     } else {
-        tile_6xh(1, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
+        tile_rxh(rows, 1, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
     }
 }
 
+static void ukernel_6x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+                         size_t ldb, float *c, size_t ldc, size_t ncols,
+                         const cf_sgemm_tile_ep *ep)
+{
+    ukernel_rows(MR, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, ep);
+}
+
+static void ukernel_1x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+                         size_t ldb, float *c, size_t ldc, size_t ncols,
+                         const cf_sgemm_tile_ep *ep)
+{
+    ukernel_rows(1, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, ep);
+}
+
+static const cf_sgemm_kernel kernel_1x16 = {CF_ISA_AVX2_FMA, 1, NR, ukernel_1x16, false, NULL,
+                                            NULL, NULL};
 const cf_sgemm_kernel cf_sgemm_kernel_avx2 = {CF_ISA_AVX2_FMA, MR, NR, ukernel_6x16, false, NULL,
-                                              NULL, NULL};
+                                              NULL, &kernel_1x16};
