@@ -22,6 +22,9 @@
 #include "cpu/kernel_table.h"
 #include "util/error.h"
 
+/* Multiply-adds below which a product is not split among threads (run_gemm). */
+#define CF_SGEMM_SHARE_MIN_MACS 32768
+
 /* Largest K slice (choose_kc keeps to it): bounds the stack copy of a partial A panel
  * (70 KB with the 14-row kernel). */
 #define KC_LIMIT 1280
@@ -442,7 +445,12 @@ static void run_gemm(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
      * only once.  When column panels do not divide among the threads (the 5 panels of 160
      * channels), half panels may (10 halves: 2 blocks of 2.5 panels); failing that the
      * other dimension is split too. */
-    const size_t threads = (size_t)cf_threadpool_size(pool);
+    /* A product too small to share runs as one task on the calling thread: handing half
+     * of it to a worker costs more than it saves (a spinning worker's hand-over is about
+     * a microsecond, a sleeping one's far more), as in squeeze-and-excite layers of
+     * 2-19 thousand multiply-adds (2026-12-05: 1.1-1.8 us on one thread, 1.2-2.0 on two). */
+    const size_t threads = m * n * k < CF_SGEMM_SHARE_MIN_MACS ? 1
+                                                                : (size_t)cf_threadpool_size(pool);
     const bool m_first = m >= n;
     g.unit = (size_t)kern->nr;
     g.nunits = g.npanels;
