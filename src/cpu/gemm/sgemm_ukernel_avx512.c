@@ -313,7 +313,6 @@ tile_rxh(const int rows, const int halves, const bool whole, size_t k, const flo
 #undef STEP1
         c0_0 = _mm512_add_ps(_mm512_add_ps(c0_0, c1_0), _mm512_add_ps(c2_0, c3_0));
         c0_1 = _mm512_add_ps(_mm512_add_ps(c0_1, c1_1), _mm512_add_ps(c2_1, c3_1));
-        c1_0 = c1_1 = c2_0 = c2_1 = c3_0 = c3_1 = _mm512_setzero_ps();
     }
     /* Unrolled: the loop's counter, pointer steps and branch cost 1-2% of the FMA rate
      * at one k step per iteration, in L1 (8 and 7 rows alike). */
