@@ -2,7 +2,7 @@
  * bench_netpass.c - a suite's convolutions run as passes of a network, against each layer
  * run again and again as Find and the layer benchmarks run it.
  *
- *   bench_netpass [--layers CSV] [--threads N] [--rounds R] [--per-layer]
+ *   bench_netpass [--layers CSV] [--threads N] [--rounds R] [--per-layer] [--cold x|y|xy]
  *
  * One plan per convolution of the network (a row's `count` copies each get weights of
  * their own, constant and packed once, as a model's layers have), made with Find (HYBRID,
@@ -11,20 +11,27 @@
  * reuses memory: a layer's input was just written by the layer before, while its weights
  * were last read a whole pass ago, with every other layer's weights read since.
  * Per round, in turns: a pass (every layer once, each timed), and every layer alone (run
- * twice untimed, then once timed, on the same buffers).  Prints the total of the
- * per-layer medians over the rounds after the first, for the pass and alone, and the
- * time plan creation with Find took; --per-layer adds a line per convolution.
+ * twice untimed, then once timed, on the same buffers; with --cold, X's and/or Y's buffer
+ * is flushed from every cache before the timed run, the weights staying where the
+ * untimed runs left them: which part of a pass's extra time is the activations').
+ * Prints the total of the per-layer medians over the rounds after the first, for the
+ * pass and alone, and the time plan creation with Find took; --per-layer adds a line per
+ * convolution.
  *
  * Builds are compared by running each one's program in turns (the machine drifts).
  * Not a test: nothing here asserts a timing.
  */
 #define _POSIX_C_SOURCE 200809L
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "bench_tensor.h"
 #include "convfind.h"
@@ -35,6 +42,22 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return 1e3 * (double)ts.tv_sec + 1e-6 * (double)ts.tv_nsec;
+}
+
+/* Writes back and drops `floats` floats from p on from every cache; false where this
+ * architecture has no such instruction here (x86-64 only). */
+static bool flush_floats(const float *p, size_t floats)
+{
+#if defined(__x86_64__)
+    for (size_t i = 0; i < floats; i += 64 / sizeof(float))
+        _mm_clflush(p + i);
+    _mm_mfence();
+    return true;
+#else
+    (void)p;
+    (void)floats;
+    return false;
+#endif
 }
 
 /* n floats of the benchmark's test values (bench_tensor.h); NULL when out of memory. */
@@ -122,6 +145,7 @@ int main(int argc, char **argv)
 {
     const char *csv = "data/resnet50_convs.csv";
     int threads = 2, rounds = 8, per_layer = 0;
+    bool cold_x = false, cold_y = false;
     for (int i = 1; i < argc; i++) {
         if (strcmp(argv[i], "--layers") == 0 && i + 1 < argc)
             csv = argv[++i];
@@ -131,11 +155,19 @@ int main(int argc, char **argv)
             rounds = atoi(argv[++i]);
         else if (strcmp(argv[i], "--per-layer") == 0)
             per_layer = 1;
-        else {
+        else if (strcmp(argv[i], "--cold") == 0 && i + 1 < argc && strspn(argv[i + 1], "xy") &&
+                 argv[i + 1][strspn(argv[i + 1], "xy")] == '\0') {
+            cold_x = strchr(argv[++i], 'x') != NULL;
+            cold_y = strchr(argv[i], 'y') != NULL;
+        } else {
             fprintf(stderr, "usage: bench_netpass [--layers CSV] [--threads N] [--rounds R] "
-                            "[--per-layer]\n");
+                            "[--per-layer] [--cold x|y|xy]\n");
             return 2;
         }
+    }
+    if ((cold_x || cold_y) && !flush_floats(NULL, 0)) {
+        fprintf(stderr, "bench_netpass: --cold needs x86-64 (clflush)\n");
+        return 2;
     }
     if (threads < 1 || rounds < 2) {
         fprintf(stderr, "bench_netpass: --threads must be >= 1 and --rounds >= 2\n");
@@ -168,9 +200,14 @@ int main(int argc, char **argv)
     for (int r = 0; !rc && r < rounds; r++) {
         for (size_t i = 0; !rc && i < n; i++)
             rc = run(&convs[i], buf[i % 2], buf[(i + 1) % 2], &convs[i].pass_ms[r]);
-        for (size_t i = 0; !rc && i < n; i++)
-            rc = run(&convs[i], buf[0], buf[1], NULL) || run(&convs[i], buf[0], buf[1], NULL) ||
-                 run(&convs[i], buf[0], buf[1], &convs[i].alone_ms[r]);
+        for (size_t i = 0; !rc && i < n; i++) {
+            rc = run(&convs[i], buf[0], buf[1], NULL) || run(&convs[i], buf[0], buf[1], NULL);
+            if (cold_x)
+                flush_floats(buf[0], largest);
+            if (cold_y)
+                flush_floats(buf[1], largest);
+            rc = rc || run(&convs[i], buf[0], buf[1], &convs[i].alone_ms[r]);
+        }
     }
     if (rc)
         fprintf(stderr, "bench_netpass: %s\n", convfind_last_error());
@@ -185,9 +222,12 @@ int main(int argc, char **argv)
                    convfind_plan_algorithm(convs[i].plan), p, a);
     }
     if (!rc)
-        printf("%s, %zu convolutions, %d threads, %d rounds: pass %.2f ms, layers alone "
+        printf("%s, %zu convolutions, %d threads, %d rounds: pass %.2f ms, layers alone%s "
                "%.2f ms (medians per layer, summed); plans with Find %.2f s\n",
-               csv, n, threads, rounds, pass, alone, find_s);
+               csv, n, threads, rounds, pass,
+               cold_x && cold_y ? " (X, Y flushed)" : cold_x ? " (X flushed)"
+                                                           : cold_y ? " (Y flushed)" : "",
+               alone, find_s);
     for (size_t i = 0; i < n; i++) {
         convfind_plan_destroy(convs[i].plan);
         free(convs[i].pass_ms);
