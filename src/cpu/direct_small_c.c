@@ -55,7 +55,8 @@
 #define DSC_MIN_CHUNK 16
 /* One task per thread, each with its own staging slot, claims units one at a time, so
  * that a thread that starts late or is slowed down by others does fewer; at most
- * DSC_SLOTS tasks, which bounds the workspace. */
+ * DSC_SLOTS tasks, which bounds the workspace.  Each task claims from its own contiguous
+ * share of the units first and then from the others' (dsc_task). */
 #define DSC_SLOTS 64
 /* A flat tile's vectors cost more to store (a division for their row, two masked pieces
  * where they cross a row end): charged as this many reduction steps per vector against
@@ -233,6 +234,13 @@ static size_t dsc_packed_extent(const cf_problem *p, const void *packed, const v
 
 /* ---- execution -------------------------------------------------------------------- */
 
+/* A task's contiguous share of the units, [next, end), claimed by it first and by the
+ * others once theirs are done; a cache line each, so that claims do not contend. */
+typedef struct dsc_share {
+    _Alignas(64) atomic_llong next;
+    int64_t end;
+} dsc_share;
+
 typedef struct dsc_job {
     const cf_problem *p;
     const dsc_geom *g;
@@ -240,7 +248,8 @@ typedef struct dsc_job {
     const cf_exec_args *a;
     const float *wp;
     const ptrdiff_t *tap;
-    atomic_llong next; /* the next unit to claim */
+    struct dsc_share *shares; /* one per task */
+    int64_t tasks;
     float *xs;       /* staging slots */
     size_t slot;     /* floats per slot */
     int npv;         /* vectors along the row per tile (the last group of a row may be
@@ -423,24 +432,30 @@ static void dsc_unit(const dsc_job *job, float *slot, int64_t unit, bool staged)
                           mtiles);
 }
 
-/* One thread's share: units claimed one at a time, staged into one slot, which stays
- * in the core's cache from unit to unit; consecutive chunks of one band stage it once. */
+/* One thread's work: units claimed one at a time, its own share's first, then the other
+ * tasks' in turn, staged into one slot, which stays in the core's cache from unit to
+ * unit; consecutive chunks of one band stage it once.  Own shares first give a thread
+ * the same bands every time a layer runs, so it finds their X and Y in its core's cache
+ * (claimed from one counter, bands went to either thread: the MobileNetV2 stem on 2
+ * threads took 0.15-0.22 ms against 0.236 on one). */
 static void dsc_task(void *arg, size_t index)
 {
     dsc_job *job = arg;
     float *slot = job->xs + index * job->slot;
     int64_t staged = -1; /* the band (unit / chunks) the slot holds */
     memset(slot, 0, job->slot * sizeof(float));
-    for (;;) {
-        int64_t u = atomic_fetch_add_explicit(&job->next, 1, memory_order_relaxed);
-        if (u >= job->g->units) {
-            if (job->stream)
-                job->k->fence();
-            return;
+    for (int64_t t = 0; t < job->tasks; t++) {
+        dsc_share *share = &job->shares[((int64_t)index + t) % job->tasks];
+        for (;;) {
+            int64_t u = atomic_fetch_add_explicit(&share->next, 1, memory_order_relaxed);
+            if (u >= share->end)
+                break;
+            dsc_unit(job, slot, u, u / job->g->nchunks == staged);
+            staged = u / job->g->nchunks;
         }
-        dsc_unit(job, slot, u, u / job->g->nchunks == staged);
-        staged = u / job->g->nchunks;
     }
+    if (job->stream)
+        job->k->fence();
 }
 
 /* Pixels a tile row covers: one output row, or with flat staging a full band's rows. */
@@ -559,9 +574,15 @@ static convfind_status dsc_execute(const cf_problem *p, const void *state, const
                    .xs = (float *)(base + ws.x), .slot = ws.slot};
     job.npv = dsc_choose_tile(k, &g);
     job.stream = dsc_stream(p, cf_threadpool_size(a->pool));
-    atomic_init(&job.next, 0);
-    int64_t tasks = cf_threadpool_size(a->pool);
-    cf_parallel_for(a->pool, (size_t)(tasks < g.slots ? tasks : g.slots), dsc_task, &job);
+    dsc_share shares[DSC_SLOTS];
+    job.tasks = cf_threadpool_size(a->pool);
+    job.tasks = job.tasks < g.slots ? job.tasks : g.slots;
+    job.shares = shares;
+    for (int64_t t = 0; t < job.tasks; t++) {
+        atomic_init(&shares[t].next, g.units * t / job.tasks);
+        shares[t].end = g.units * (t + 1) / job.tasks;
+    }
+    cf_parallel_for(a->pool, (size_t)job.tasks, dsc_task, &job);
     return CONVFIND_OK;
 }
 
