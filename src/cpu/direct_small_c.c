@@ -26,7 +26,6 @@
  * kernels).  The packed weights do not depend on the ISA level, which is read at every
  * execution.
  */
-#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -36,6 +35,7 @@
 #include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
+#include "util/shares.h"
 
 /* cpu.direct_blocked reduces over blocks of 16 input channels, so up to 8 channels per
  * group at least half of its FMAs multiply padding, while this algorithm wastes none;
@@ -53,6 +53,7 @@
 #define DSC_UNITS 32
 #define DSC_MAX_BAND 8
 #define DSC_MIN_CHUNK 16
+/* A unit's part of Y stays within this fraction of L2 (dsc_geom_of). */
 #define DSC_Y_L2_PART 4
 /* One task per thread, each with its own staging slot, claims units one at a time, so
  * that a thread that starts late or is slowed down by others does fewer; at most
@@ -245,13 +246,6 @@ static size_t dsc_packed_extent(const cf_problem *p, const void *packed, const v
 
 /* ---- execution -------------------------------------------------------------------- */
 
-/* A task's contiguous share of the units, [next, end), claimed by it first and by the
- * others once theirs are done; a cache line each, so that claims do not contend. */
-typedef struct dsc_share {
-    _Alignas(64) atomic_llong next;
-    int64_t end;
-} dsc_share;
-
 typedef struct dsc_job {
     const cf_problem *p;
     const dsc_geom *g;
@@ -259,8 +253,8 @@ typedef struct dsc_job {
     const cf_exec_args *a;
     const float *wp;
     const ptrdiff_t *tap;
-    struct dsc_share *shares; /* one per task */
-    int64_t tasks;
+    cf_share *shares; /* the units, one share per task (util/shares.h) */
+    size_t tasks;
     float *xs;       /* staging slots */
     size_t slot;     /* floats per slot */
     int npv;         /* vectors along the row per tile (the last group of a row may be
@@ -443,28 +437,33 @@ static void dsc_unit(const dsc_job *job, float *slot, int64_t unit, bool staged)
                           mtiles);
 }
 
+/* What one task carries from unit to unit: its staging slot and the band it holds. */
+typedef struct dsc_worker {
+    const dsc_job *job;
+    float *slot;
+    int64_t staged; /* the band (unit / chunks) the slot holds; -1: none */
+} dsc_worker;
+
+static void dsc_worker_unit(void *arg, size_t unit)
+{
+    dsc_worker *w = arg;
+    int64_t u = (int64_t)unit, band = u / w->job->g->nchunks;
+    dsc_unit(w->job, w->slot, u, band == w->staged);
+    w->staged = band;
+}
+
 /* One thread's work: units claimed one at a time, its own share's first, then the other
- * tasks' in turn, staged into one slot, which stays in the core's cache from unit to
- * unit; consecutive chunks of one band stage it once.  Own shares first give a thread
- * the same bands every time a layer runs, so it finds their X and Y in its core's cache
- * (claimed from one counter, bands went to either thread: the MobileNetV2 stem on 2
- * threads took 0.15-0.22 ms against 0.236 on one). */
+ * tasks' (util/shares.h), staged into one slot, which stays in the core's cache from
+ * unit to unit; consecutive chunks of one band stage it once.  Own shares first give a
+ * thread the same bands every time a layer runs, so it finds their X and Y in its core's
+ * cache (claimed from one counter, bands went to either thread: the MobileNetV2 stem on
+ * 2 threads took 0.14-0.24 ms against 0.236 on one). */
 static void dsc_task(void *arg, size_t index)
 {
-    dsc_job *job = arg;
-    float *slot = job->xs + index * job->slot;
-    int64_t staged = -1; /* the band (unit / chunks) the slot holds */
-    memset(slot, 0, job->slot * sizeof(float));
-    for (int64_t t = 0; t < job->tasks; t++) {
-        dsc_share *share = &job->shares[((int64_t)index + t) % job->tasks];
-        for (;;) {
-            int64_t u = atomic_fetch_add_explicit(&share->next, 1, memory_order_relaxed);
-            if (u >= share->end)
-                break;
-            dsc_unit(job, slot, u, u / job->g->nchunks == staged);
-            staged = u / job->g->nchunks;
-        }
-    }
+    const dsc_job *job = arg;
+    dsc_worker w = {.job = job, .slot = job->xs + index * job->slot, .staged = -1};
+    memset(w.slot, 0, job->slot * sizeof(float));
+    cf_shares_run(job->shares, job->tasks, index, dsc_worker_unit, &w);
     if (job->stream)
         job->k->fence();
 }
@@ -585,15 +584,12 @@ static convfind_status dsc_execute(const cf_problem *p, const void *state, const
                    .xs = (float *)(base + ws.x), .slot = ws.slot};
     job.npv = dsc_choose_tile(k, &g);
     job.stream = dsc_stream(p, cf_threadpool_size(a->pool));
-    dsc_share shares[DSC_SLOTS];
-    job.tasks = cf_threadpool_size(a->pool);
-    job.tasks = job.tasks < g.slots ? job.tasks : g.slots;
+    cf_share shares[DSC_SLOTS];
+    int64_t tasks = cf_threadpool_size(a->pool);
+    job.tasks = (size_t)(tasks < g.slots ? tasks : g.slots);
     job.shares = shares;
-    for (int64_t t = 0; t < job.tasks; t++) {
-        atomic_init(&shares[t].next, g.units * t / job.tasks);
-        shares[t].end = g.units * (t + 1) / job.tasks;
-    }
-    cf_parallel_for(a->pool, (size_t)job.tasks, dsc_task, &job);
+    cf_shares_deal(shares, job.tasks, (size_t)g.units);
+    cf_parallel_for(a->pool, job.tasks, dsc_task, &job);
     return CONVFIND_OK;
 }
 

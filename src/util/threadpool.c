@@ -29,6 +29,7 @@
 #include <time.h>
 
 #include "util/error.h"
+#include "util/shares.h"
 
 struct cf_threadpool {
     int num_workers;
@@ -50,34 +51,16 @@ struct cf_threadpool {
 
     cf_task_fn fn;
     void *arg;
-    struct slot *slots;         /* one per thread: the caller's is 0, worker k's k + 1 */
+    cf_share *slots;            /* one per thread: the caller's is 0, worker k's k + 1 */
     atomic_int started;         /* workers that have taken their slot number */
 };
 
-/* A thread's share of the current job's indices, [next, end), claimed by it first and
- * by the others once theirs are done.  A cache line each, so that claims by different
- * threads do not contend. */
-struct slot {
-    _Alignas(64) atomic_size_t next;
-    size_t end;
-};
-
 /* Runs the job's indices for thread `self`: its own share first, then what the others
- * have not claimed yet.  A thread gets the same share of every job the same size, so a
- * layer run again (or the next layer over the same channels) finds its data in that
- * core's cache. */
+ * have not claimed yet (util/shares.h). */
 static void run_indices(cf_threadpool *pool, int self)
 {
-    const int n = pool->num_workers + 1;
-    for (int k = 0; k < n; k++) {
-        struct slot *s = &pool->slots[(self + k) % n];
-        for (;;) {
-            size_t i = atomic_fetch_add_explicit(&s->next, 1, memory_order_relaxed);
-            if (i >= s->end)
-                break;
-            pool->fn(pool->arg, i);
-        }
-    }
+    cf_shares_run(pool->slots, (size_t)pool->num_workers + 1, (size_t)self, pool->fn,
+                  pool->arg);
 }
 
 /* How long an idle worker polls for the next job before sleeping. */
@@ -175,10 +158,7 @@ convfind_status cf_threadpool_create(int num_threads, cf_threadpool **out)
         cf_threadpool_destroy(pool);
         return cf_fail(CONVFIND_ERR_OUT_OF_MEMORY, "cannot allocate a thread pool");
     }
-    for (int i = 0; i < num_threads; i++) {
-        atomic_init(&pool->slots[i].next, 0);
-        pool->slots[i].end = 0;
-    }
+    cf_shares_deal(pool->slots, (size_t)num_threads, 0);
     if (num_threads > 1) {
         pool->workers = calloc((size_t)num_threads - 1, sizeof *pool->workers);
         if (!pool->workers) {
@@ -258,11 +238,7 @@ void cf_parallel_for(cf_threadpool *pool, size_t count, cf_task_fn fn, void *arg
     pthread_mutex_lock(&pool->lock);
     pool->fn = fn;
     pool->arg = arg;
-    const size_t n = (size_t)pool->num_workers + 1;
-    for (size_t t = 0; t < n; t++) {
-        atomic_store_explicit(&pool->slots[t].next, t * count / n, memory_order_relaxed);
-        pool->slots[t].end = (t + 1) * count / n;
-    }
+    cf_shares_deal(pool->slots, (size_t)pool->num_workers + 1, count);
     pool->open = true;
     atomic_fetch_add(&pool->generation, 1);
     pthread_cond_broadcast(&pool->wake);

@@ -7,6 +7,10 @@
  * neither run indices of the old job nor miss the next one.  Each job has its own
  * counters on the caller's stack, so a late worker touching a finished job would show
  * up as a wrong count (and as a stack-use-after-return under ASan).
+ *
+ * The pool deals indices through util/shares.h, which algorithms with per-task scratch
+ * use directly: its tests check the order a thread claims in (its own share first, then
+ * the next ones') and that threads running on the same shares claim every index once.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -18,6 +22,7 @@
 
 #include <cmocka.h>
 
+#include "util/shares.h"
 #include "util/threadpool.h"
 
 #define MAX_COUNT 4096
@@ -85,6 +90,78 @@ static void test_concurrent_callers(void **unused)
     cf_threadpool_destroy(pool);
 }
 
+/* Records the order indices were claimed in. */
+typedef struct order {
+    size_t seen[64], n;
+} order;
+
+static void record(void *arg, size_t i)
+{
+    order *o = arg;
+    o->seen[o->n++] = i;
+}
+
+static void test_shares_order(void **unused)
+{
+    (void)unused;
+    cf_share shares[3];
+    /* 10 indices over 3 shares: [0, 3), [3, 6), [6, 10); thread 1 alone takes its own,
+     * then share 2's, then share 0's. */
+    cf_shares_deal(shares, 3, 10);
+    order o = {.n = 0};
+    cf_shares_run(shares, 3, 1, record, &o);
+    const size_t want[10] = {3, 4, 5, 6, 7, 8, 9, 0, 1, 2};
+    assert_int_equal(o.n, 10);
+    for (size_t i = 0; i < 10; i++)
+        assert_int_equal(o.seen[i], want[i]);
+    /* Nothing is left for anyone else, and fewer indices than shares leave some empty. */
+    o.n = 0;
+    cf_shares_run(shares, 3, 0, record, &o);
+    assert_int_equal(o.n, 0);
+    cf_shares_deal(shares, 3, 2);
+    cf_shares_run(shares, 3, 2, record, &o);
+    assert_int_equal(o.n, 2);
+    assert_int_equal(o.seen[0], 1);
+    assert_int_equal(o.seen[1], 0);
+}
+
+typedef struct shares_run {
+    cf_share *shares;
+    size_t n, self;
+    job *j;
+} shares_run;
+
+static void *shares_main(void *arg)
+{
+    shares_run *r = arg;
+    cf_shares_run(r->shares, r->n, r->self, count_hit, r->j);
+    return NULL;
+}
+
+static void test_shares_concurrent(void **unused)
+{
+    (void)unused;
+    enum { THREADS = 4 };
+    cf_share shares[THREADS];
+    for (int rep = 0; rep < 50; rep++) {
+        job *j = calloc(1, sizeof *j);
+        assert_non_null(j);
+        const size_t count = MAX_COUNT - (size_t)rep;
+        cf_shares_deal(shares, THREADS, count);
+        pthread_t t[THREADS];
+        shares_run r[THREADS];
+        for (size_t i = 0; i < THREADS; i++) {
+            r[i] = (shares_run){.shares = shares, .n = THREADS, .self = i, .j = j};
+            assert_int_equal(pthread_create(&t[i], NULL, shares_main, &r[i]), 0);
+        }
+        for (size_t i = 0; i < THREADS; i++)
+            pthread_join(t[i], NULL);
+        for (size_t i = 0; i < MAX_COUNT; i++)
+            assert_int_equal(atomic_load(&j->hits[i]), i < count ? 1 : 0);
+        free(j);
+    }
+}
+
 static void test_invalid(void **unused)
 {
     (void)unused;
@@ -100,6 +177,8 @@ int main(void)
         cmocka_unit_test(test_sizes),
         cmocka_unit_test(test_back_to_back),
         cmocka_unit_test(test_concurrent_callers),
+        cmocka_unit_test(test_shares_order),
+        cmocka_unit_test(test_shares_concurrent),
         cmocka_unit_test(test_invalid),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
