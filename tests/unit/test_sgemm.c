@@ -453,6 +453,42 @@ static void test_streamed_b(void **state)
     cf_threadpool_destroy(pool);
 }
 
+/* Short K on many column panels: the microkernel walks a row panel's column panels in one
+ * call (sgemm.h), stepping B, C, the column bias and the residual from tile to tile, and
+ * ends in a partial panel of every class (under 16 columns, over 16, none).  Row-major C
+ * and column-major C (stored by the kernel where it transposes), B packed and in place,
+ * full and partial row panels. */
+static void short_k_panels_body(cf_threadpool *pool)
+{
+    static const size_t ks[] = {1, 16, 24, 40};
+    static const size_t ns[] = {5 * 32 + 7, 4 * 32 + 21, 6 * 32};
+    for (size_t ik = 0; ik < sizeof ks / sizeof ks[0]; ik++)
+        for (size_t in = 0; in < sizeof ns / sizeof ns[0]; in++) {
+            gemm_case t = {.m = in == 1 ? 19 : 16, .n = ns[in], .k = ks[ik], .bias = true,
+                           .bias_per_col = true, .residual = true,
+                           .act = in == 2 ? CONVFIND_ACT_SIGMOID : CONVFIND_ACT_RELU};
+            check_case(&t, pool);
+            t.accumulate = true;
+            t.bias_per_col = false;
+            check_case(&t, pool);
+            t.trans_c = true;
+            t.accumulate = false;
+            t.bias_per_col = true;
+            check_case(&t, pool);
+            check_in_place(in == 1 ? 19 : 24, ns[in], ks[ik], false, false, pool);
+        }
+}
+
+static void test_short_k_panels(void **state)
+{
+    (void)state;
+    for_each_level(short_k_panels_body, NULL);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    for_each_level(short_k_panels_body, pool);
+    cf_threadpool_destroy(pool);
+}
+
 static void test_k_zero_applies_epilogue(void **state)
 {
     (void)state;
@@ -527,6 +563,7 @@ int main(void)
         cmocka_unit_test(test_threaded),
         cmocka_unit_test(test_operand_in_place),
         cmocka_unit_test(test_streamed_b),
+        cmocka_unit_test(test_short_k_panels),
         cmocka_unit_test(test_k_zero_applies_epilogue),
         cmocka_unit_test(test_errors_leave_c_untouched),
     };

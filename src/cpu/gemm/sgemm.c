@@ -29,6 +29,12 @@
  * (70 KB with the 14-row kernel). */
 #define KC_LIMIT 1280
 
+/* Column panels per microkernel call while B streams in (gemm_task): the call's set-up
+ * is paid once for them, and the fetch of the next group's rows stays spread over the
+ * group (one call per tile cost AVX2's 6 x 16 tiles 1.16x the time of MobileNet's 112x112
+ * K = 16 layers on one thread). */
+#define STREAM_RUN 4
+
 static size_t round_up(size_t v, size_t to) { return (v + to - 1) / to * to; }
 
 /* ceil(x / unit) * unit * other, or 0 with *overflow set. */
@@ -169,60 +175,29 @@ static bool stores_trans(const cf_sgemm_kernel *kern, ptrdiff_t rs_c, ptrdiff_t 
     return cs_c != 1 && rs_c == 1 && kern->trans_c;
 }
 
-/* One tile of MR rows x `cols` (<= NR) columns at C(i0, j0), product of K slice
- * [k0, k0 + kc): `a` is the A panel at k0 with A(r, kk) at a[r * a_rs + kk * a_ks],
- * packed (zero rows past m) whenever fewer than MR rows remain (gemm_task); `b` is B at
- * row 0 and column j0, inside one column panel. */
-static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_t k0,
-                    size_t kc, const float *a, size_t a_rs, size_t a_ks, const float *b)
+/* B at row k0 and column j. */
+static const float *b_at(const gemm_job *g, size_t j, size_t k0)
 {
-    const size_t mr = (size_t)g->kern->mr, nr = (size_t)g->kern->nr;
-    const bool first = k0 == 0, last = k0 + kc >= g->k;
+    const size_t nr = (size_t)g->kern->nr;
+    return g->pb + j / nr * g->b_panel + j % nr + k0 * g->ldb;
+}
+
+/* One tile of do_tiles (at most NR columns, inside one column panel) past the row edge
+ * or with strided C: the kernel computes the whole tile, epilogue included, into a
+ * scratch tile, whose rows and columns inside C are then copied there.  The parts of the
+ * epilogue that the kernel would read past the edge come from scratch copies: the bias
+ * of the rows there are (zeros after them) and the residual's tile.  (A per-element
+ * epilogue here cost more than the tile's FMAs at short K: with 6-row AVX2 tiles, output
+ * channel counts such as 16, 32, 64 and 160 end in a partial row panel, and MobileNetV2's
+ * c32 k16 1x1 layer spent 47% of its time in it.) */
+static void scratch_tile(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_t k0,
+                         size_t kc, bool first, bool last, size_t rows, const float *a,
+                         size_t a_rs, size_t a_ks)
+{
+    const size_t nr = (size_t)g->kern->nr;
     const bool accumulate = !first || g->ep.accumulate;
-    const size_t rows = g->m - i0 < mr ? g->m - i0 : mr;
-    b += k0 * g->ldb;
+    const float *b = b_at(g, j0, k0);
     float *c = g->c + (ptrdiff_t)i0 * g->rs_c + (ptrdiff_t)j0 * g->cs_c;
-    /* The kernel stores the tile itself when C (and z) has unit column stride, or unit
-     * row stride (column-major, tile_ep.trans) for a kernel that can transpose. */
-    const bool trans = stores_trans(g->kern, g->rs_c, g->cs_c);
-    const bool z_fast = g->ep.z == NULL || (trans ? g->ep.rs_z == 1 : g->ep.cs_z == 1);
-
-    if (rows == mr && (g->cs_c == 1 || trans) && z_fast) {
-        cf_sgemm_tile_ep tep = {.trans = trans, .accumulate = accumulate};
-        if (first && g->ep.z != NULL) {
-            tep.z = g->ep.z + (ptrdiff_t)i0 * g->ep.rs_z + (ptrdiff_t)j0 * g->ep.cs_z;
-            tep.ldz = (size_t)(trans ? g->ep.cs_z : g->ep.rs_z);
-        }
-        if (last) {
-            if (g->ep.bias != NULL) {
-                if (g->ep.bias_per_col)
-                    tep.bias_col = g->ep.bias + j0;
-                else
-                    tep.bias_row = g->ep.bias + i0;
-            }
-            tep.clamp = g->clamp;
-            tep.lo = g->ep.alpha;
-            tep.hi = g->ep.beta;
-        }
-        g->kern->ukernel(kc, a, a_rs, a_ks, b, g->ldb, c,
-                         (size_t)(trans ? g->cs_c : g->rs_c), cols, &tep);
-        if (last && g->act_after) {
-            for (size_t r = 0; r < mr; r++)
-                for (size_t j = 0; j < cols; j++) {
-                    float *cp = c + (ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c;
-                    *cp = cf_activate(*cp, g->ep.act, g->ep.alpha, g->ep.beta);
-                }
-        }
-        return;
-    }
-
-    /* Row edge or strided C: the kernel computes the whole tile, epilogue included, into
-     * a scratch tile, whose rows and columns inside C are then copied there.  The parts
-     * of the epilogue that the kernel would read past the edge come from scratch copies:
-     * the bias of the rows there are (zeros after them) and the residual's tile.  (A
-     * per-element epilogue here cost more than the tile's FMAs at short K: with 6-row
-     * AVX2 tiles, output channel counts such as 16, 32, 64 and 160 end in a partial row
-     * panel, and MobileNetV2's c32 k16 1x1 layer spent 47% of its time in it.) */
     _Alignas(64) float tile[CF_SGEMM_MR_MAX * CF_SGEMM_NR_MAX];
     _Alignas(64) float ztile[CF_SGEMM_MR_MAX * CF_SGEMM_NR_MAX];
     float brow[CF_SGEMM_MR_MAX] = {0};
@@ -253,7 +228,7 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_t
         tep.lo = g->ep.alpha;
         tep.hi = g->ep.beta;
     }
-    g->kern->ukernel(kc, a, a_rs, a_ks, b, g->ldb, tile, nr, cols, &tep);
+    g->kern->ukernel(kc, a, a_rs, a_ks, b, g->ldb, g->b_panel, tile, nr, cols, &tep);
     const bool act = last && g->act_after;
     if (g->cs_c == 1) { /* rows of C: copied whole (a scalar loop here cost 26% of the
                          * c32 k16 layer above) */
@@ -276,6 +251,60 @@ static void do_tile(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_t
                 val = cf_activate(val, g->ep.act, g->ep.alpha, g->ep.beta);
             c[(ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c] = val;
         }
+    }
+}
+
+/* The tiles of MR rows x `cols` columns at C(i0, j0), product of K slice [k0, k0 + kc):
+ * `a` is the A panel at k0 with A(r, kk) at a[r * a_rs + kk * a_ks], packed (zero rows
+ * past m) whenever fewer than MR rows remain (gemm_task).  The columns lie inside one
+ * column panel, or start at a panel's first column and run over any number of panels:
+ * the kernel walks those in one call. */
+static void do_tiles(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_t k0,
+                     size_t kc, const float *a, size_t a_rs, size_t a_ks)
+{
+    const size_t mr = (size_t)g->kern->mr, nr = (size_t)g->kern->nr;
+    const bool first = k0 == 0, last = k0 + kc >= g->k;
+    const bool accumulate = !first || g->ep.accumulate;
+    const size_t rows = g->m - i0 < mr ? g->m - i0 : mr;
+    const float *b = b_at(g, j0, k0);
+    float *c = g->c + (ptrdiff_t)i0 * g->rs_c + (ptrdiff_t)j0 * g->cs_c;
+    /* The kernel stores the tile itself when C (and z) has unit column stride, or unit
+     * row stride (column-major, tile_ep.trans) for a kernel that can transpose. */
+    const bool trans = stores_trans(g->kern, g->rs_c, g->cs_c);
+    const bool z_fast = g->ep.z == NULL || (trans ? g->ep.rs_z == 1 : g->ep.cs_z == 1);
+
+    if (rows == mr && (g->cs_c == 1 || trans) && z_fast) {
+        cf_sgemm_tile_ep tep = {.trans = trans, .accumulate = accumulate};
+        if (first && g->ep.z != NULL) {
+            tep.z = g->ep.z + (ptrdiff_t)i0 * g->ep.rs_z + (ptrdiff_t)j0 * g->ep.cs_z;
+            tep.ldz = (size_t)(trans ? g->ep.cs_z : g->ep.rs_z);
+        }
+        if (last) {
+            if (g->ep.bias != NULL) {
+                if (g->ep.bias_per_col)
+                    tep.bias_col = g->ep.bias + j0;
+                else
+                    tep.bias_row = g->ep.bias + i0;
+            }
+            tep.clamp = g->clamp;
+            tep.lo = g->ep.alpha;
+            tep.hi = g->ep.beta;
+        }
+        g->kern->ukernel(kc, a, a_rs, a_ks, b, g->ldb, g->b_panel, c,
+                         (size_t)(trans ? g->cs_c : g->rs_c), cols, &tep);
+        if (last && g->act_after) {
+            for (size_t r = 0; r < mr; r++)
+                for (size_t j = 0; j < cols; j++) {
+                    float *cp = c + (ptrdiff_t)r * g->rs_c + (ptrdiff_t)j * g->cs_c;
+                    *cp = cf_activate(*cp, g->ep.act, g->ep.alpha, g->ep.beta);
+                }
+        }
+        return;
+    }
+    for (size_t j = j0, je; j < j0 + cols; j = je) {
+        je = (j / nr + 1) * nr;
+        je = je < j0 + cols ? je : j0 + cols;
+        scratch_tile(g, i0, j, je - j, k0, kc, first, last, rows, a, a_rs, a_ks);
     }
 }
 
@@ -344,15 +373,18 @@ static void gemm_task(void *arg, size_t index)
                     a_rs = 1;
                     a_ks = mr;
                 }
-                /* Tiles never cross a column panel (a block may start or end inside
-                 * one). */
+                /* The group's whole column panels in one call (do_tiles), after the
+                 * part of one where a block starts inside it; when streaming B, in runs
+                 * of STREAM_RUN panels, each followed by its tiles' shares of the next
+                 * group's fetch. */
                 for (size_t j = cg, je; j < ce; j = je) {
-                    je = (j / nr + 1) * nr;
+                    je = j % nr != 0 ? (j / nr + 1) * nr
+                         : fetch_next ? j + STREAM_RUN * nr : ce;
                     je = je < ce ? je : ce;
-                    do_tile(g, p * mr, j, je - j, k0, kc, a, a_rs, a_ks,
-                            g->pb + j / nr * g->b_panel + j % nr);
-                    if (fetch_next && share > 0 && ce + (j - cg) < c1)
-                        prefetch_b_rows(g, ce + (j - cg), k0, r0, r1);
+                    do_tiles(g, p * mr, j, je - j, k0, kc, a, a_rs, a_ks);
+                    for (size_t t = j; fetch_next && share > 0 && t < je; t = (t / nr + 1) * nr)
+                        if (ce + (t - cg) < c1)
+                            prefetch_b_rows(g, ce + (t - cg), k0, r0, r1);
                 }
             }
         }

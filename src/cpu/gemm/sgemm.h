@@ -69,18 +69,24 @@ typedef struct cf_sgemm_tile_ep {
     float lo, hi;          /* CLIP bounds */
 } cf_sgemm_tile_ep;
 
-/* The microkernel: computes the MR x NR tile  sum over kk < k of A(r, kk) * b[kk*ldb + c]
+/* The microkernel: computes the MR x ncols block of C  sum over kk < k of A(r, kk) * B(kk, j)
  * where A(r, kk) = a[r*a_rs + kk*a_ks]: a packed A panel (a_rs = 1, a_ks = MR) or A read
- * in place (a_rs its row stride, a_ks = 1); B is a packed B panel (ldb == NR) or B read
- * in place (ldb its row stride).  k >= 1.  Applies `ep` and stores the tile to c (row
- * stride ldc, unit column stride).  Only columns [0, ncols) of B, C, bias_col and z are
- * read or written (1 <= ncols <= NR), so the last column panel needs no scratch tile
- * and B in place is never read past its last column; kernels may skip the arithmetic
- * of whole vectors past ncols.  All MR rows of A are read and of C written: the driver
- * passes a packed copy of A and a scratch tile when fewer rows remain. */
+ * in place (a_rs its row stride, a_ks = 1).  The block is ceil(ncols / NR) tiles of NR
+ * columns (the last one possibly partial), all with this A panel: tile q reads B at
+ * b + q * b_panel, rows ldb apart (packed B panels: ldb == NR, b_panel == k * NR; B read
+ * in place: ldb its row stride, b_panel == NR), and its C, bias_col and z are q * NR
+ * columns on.  One call walks the column panels so that its set-up (the call, the copy
+ * of the epilogue, the variant's choice) is paid once for them all: at short K (16 to 40,
+ * MobileNet's and EfficientNet's expansion layers) that set-up is a tenth of a tile's
+ * FMAs.  k >= 1.  Applies `ep` and stores each tile to C (row stride ldc, unit column
+ * stride; `trans`: column stride ldc, unit row stride).  Only columns [0, ncols) of B, C,
+ * bias_col and z are read or written, so the last column panel needs no scratch tile and
+ * B in place is never read past its last column; kernels may skip the arithmetic of whole
+ * vectors past ncols.  All MR rows of A are read and of C written: the driver passes a
+ * packed copy of A and a scratch tile when fewer rows remain. */
 typedef void (*cf_sgemm_ukernel_fn)(size_t k, const float *a, size_t a_rs, size_t a_ks,
-                                    const float *b, size_t ldb, float *c, size_t ldc,
-                                    size_t ncols, const cf_sgemm_tile_ep *ep);
+                                    const float *b, size_t ldb, size_t b_panel, float *c,
+                                    size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep);
 
 /* One ISA level's microkernel and its register-block shape.  Static storage. */
 typedef struct cf_sgemm_kernel {

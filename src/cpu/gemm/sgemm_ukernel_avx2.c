@@ -29,11 +29,12 @@
 #define STORE(p, h, v)                                                                   \
     (full ? _mm256_storeu_ps((p), (v)) : cf_vstore_n((p), (v), (int)ncols - 8 * (h)))
 
-/* The tile of `rows` (6 or 1) rows and `halves` vectors per row. */
+/* The tile of `rows` (6 or 1) rows and `halves` vectors per row, column j0 of the block
+ * the epilogue `ep` describes. */
 static inline __attribute__((always_inline)) void
 tile_rxh(const int rows, const int halves, const bool full, size_t k, const float *a,
          size_t a_rs, size_t a_ks, const float *b, size_t ldb, float *c, size_t ldc,
-         size_t ncols, const __m256i mask[2], const cf_sgemm_tile_ep *ep)
+         size_t ncols, const __m256i mask[2], size_t j0, const cf_sgemm_tile_ep *ep)
 {
     /* Named accumulators, not an array, and the epilogue applied to them in place: an
      * array of vectors (or a loop over one) made GCC keep the tile on the stack, so
@@ -91,7 +92,7 @@ tile_rxh(const int rows, const int halves, const bool full, size_t k, const floa
 #define ADD_C(v, r, h) _mm256_add_ps(v, LOAD(c + (size_t)r * ldc + 8 * h, h))
 #define ADD_ROW(v, r, h) _mm256_add_ps(v, brow##r)
 #define ADD_COL(v, r, h) _mm256_add_ps(v, bcol##h)
-#define ADD_Z(v, r, h) _mm256_add_ps(v, LOAD(ep->z + (size_t)r * ep->ldz + 8 * h, h))
+#define ADD_Z(v, r, h) _mm256_add_ps(v, LOAD(ep->z + j0 + (size_t)r * ep->ldz + 8 * h, h))
 #define RELU(v, r, h) _mm256_max_ps(v, zero)
 #define CLIP(v, r, h) _mm256_min_ps(hi, _mm256_max_ps(lo, v))
 #define DO_ADD_C(r) BOTH(r, ADD_C)
@@ -117,8 +118,8 @@ tile_rxh(const int rows, const int halves, const bool full, size_t k, const floa
         ROWS(DO_ADD_ROW)
     }
     if (ep->bias_col) {
-        const __m256 bcol0 = LOAD(ep->bias_col, 0);
-        const __m256 bcol1 = halves == 2 ? LOAD(ep->bias_col + 8, 1) : bcol0;
+        const __m256 bcol0 = LOAD(ep->bias_col + j0, 0);
+        const __m256 bcol1 = halves == 2 ? LOAD(ep->bias_col + j0 + 8, 1) : bcol0;
         ROWS(DO_ADD_COL)
     }
     if (ep->z) {
@@ -155,46 +156,81 @@ tile_rxh(const int rows, const int halves, const bool full, size_t k, const floa
 #undef LOAD
 #undef STORE
 
-/* The kernel of `rows` rows: its tile variant by the columns left in the panel and A's
- * strides. */
+/* One tile of `rows` rows and `ncols` (<= NR) columns, column j0 of the block: its
+ * variant by the columns and A's strides.  Packed A (unit row stride) is by far the
+ * common case: a constant stride lets the broadcasts use immediate offsets. */
 static inline __attribute__((always_inline)) void
-ukernel_rows(const int rows, size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
-             size_t ldb, float *c, size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep)
+tile_rows(const int rows, size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+          size_t ldb, float *c, size_t ldc, size_t ncols, const __m256i mask[2], size_t j0,
+          const cf_sgemm_tile_ep *ep)
 {
-    const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-    __m256i mask[2];
-    mask[0] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)ncols), lane);
-    mask[1] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)ncols - 8), lane);
-    /* Packed A (unit row stride) is by far the common case: a constant stride lets the
-     * broadcasts use immediate offsets. */
     if (a_rs == 1 && a_ks == (size_t)rows) {
         if (ncols == NR)
-            tile_rxh(rows, 2, true, k, a, 1, rows, b, ldb, c, ldc, ncols, mask, ep);
+            tile_rxh(rows, 2, true, k, a, 1, rows, b, ldb, c, ldc, ncols, mask, j0, ep);
         else if (ncols > 8)
-            tile_rxh(rows, 2, false, k, a, 1, rows, b, ldb, c, ldc, ncols, mask, ep);
+            tile_rxh(rows, 2, false, k, a, 1, rows, b, ldb, c, ldc, ncols, mask, j0, ep);
         else
-            tile_rxh(rows, 1, false, k, a, 1, rows, b, ldb, c, ldc, ncols, mask, ep);
+            tile_rxh(rows, 1, false, k, a, 1, rows, b, ldb, c, ldc, ncols, mask, j0, ep);
     } else if (ncols == NR) {
-        tile_rxh(rows, 2, true, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
+        tile_rxh(rows, 2, true, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, j0, ep);
     } else if (ncols > 8) {
-        tile_rxh(rows, 2, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
+        tile_rxh(rows, 2, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, j0, ep);
     } else {
-        tile_rxh(rows, 1, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);
+        tile_rxh(rows, 1, false, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, j0, ep);
+    }
+}
+
+/* One tile per call, out of line: with the loop over column panels around it inlined,
+ * GCC held the tile's row pointers on the stack and MobileNet's 112x112 K = 16 layers took
+ * 1.2-1.3x as long. */
+static __attribute__((noinline)) void
+tile_6(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t ldb, float *c,
+       size_t ldc, size_t ncols, const __m256i mask[2], size_t j0, const cf_sgemm_tile_ep *ep)
+{
+    tile_rows(MR, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, j0, ep);
+}
+
+static __attribute__((noinline)) void
+tile_1(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t ldb, float *c,
+       size_t ldc, size_t ncols, const __m256i mask[2], size_t j0, const cf_sgemm_tile_ep *ep)
+{
+    tile_rows(1, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, j0, ep);
+}
+
+/* The kernel of `rows` rows: the tiles of consecutive column panels (sgemm.h).  The
+ * epilogue is read where the caller wrote it, its columns offset per tile (j0), as the
+ * AVX-512 kernel does and for the same reason (sgemm_ukernel_avx512.c, TILE_FN). */
+static inline __attribute__((always_inline)) void
+ukernel_rows(const int rows, size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+             size_t ldb, size_t b_panel, float *c, size_t ldc, size_t ncols,
+             const cf_sgemm_tile_ep *ep)
+{
+    for (size_t j = 0; j < ncols; j += NR) {
+        const size_t cols = ncols - j < NR ? ncols - j : NR;
+        const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+        __m256i mask[2];
+        mask[0] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols), lane);
+        mask[1] = _mm256_cmpgt_epi32(_mm256_set1_epi32((int)cols - 8), lane);
+        if (rows == 1)
+            tile_1(k, a, a_rs, a_ks, b, ldb, c + j, ldc, cols, mask, j, ep);
+        else
+            tile_6(k, a, a_rs, a_ks, b, ldb, c + j, ldc, cols, mask, j, ep);
+        b += b_panel;
     }
 }
 
 static void ukernel_6x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
-                         size_t ldb, float *c, size_t ldc, size_t ncols,
+                         size_t ldb, size_t b_panel, float *c, size_t ldc, size_t ncols,
                          const cf_sgemm_tile_ep *ep)
 {
-    ukernel_rows(MR, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, ep);
+    ukernel_rows(MR, k, a, a_rs, a_ks, b, ldb, b_panel, c, ldc, ncols, ep);
 }
 
 static void ukernel_1x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
-                         size_t ldb, float *c, size_t ldc, size_t ncols,
+                         size_t ldb, size_t b_panel, float *c, size_t ldc, size_t ncols,
                          const cf_sgemm_tile_ep *ep)
 {
-    ukernel_rows(1, k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, ep);
+    ukernel_rows(1, k, a, a_rs, a_ks, b, ldb, b_panel, c, ldc, ncols, ep);
 }
 
 static const cf_sgemm_kernel kernel_1x16 = {CF_ISA_AVX2_FMA, 1, NR, ukernel_1x16, false, NULL,

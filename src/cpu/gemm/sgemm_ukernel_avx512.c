@@ -259,9 +259,9 @@ tile_rxh(const int rows, const int halves, const bool whole, size_t k, const flo
     }
 #define FINISH(r)                                                                        \
     if (r < rows) {                                                                      \
-        finish_vec(c##r##_0, r, 0, c, ldc, mask[0], ep);                                 \
+        finish_vec(c##r##_0, r, 0, c, ldc, m0, ep);                                      \
         if (halves == 2)                                                                 \
-            finish_vec(c##r##_1, r, 1, c, ldc, mask[1], ep);                             \
+            finish_vec(c##r##_1, r, 1, c, ldc, m1, ep);                                  \
     }
 #define BIAS_ROW(r)                                                                      \
     if (r < rows) {                                                                      \
@@ -284,10 +284,13 @@ tile_rxh(const int rows, const int halves, const bool whole, size_t k, const flo
     }
 #define STORE(r)                                                                         \
     if (r < rows) {                                                                      \
-        _mm512_mask_storeu_ps(c + (size_t)r * ldc, mask[0], c##r##_0);                   \
+        _mm512_mask_storeu_ps(c + (size_t)r * ldc, m0, c##r##_0);                        \
         if (halves == 2)                                                                 \
-            _mm512_mask_storeu_ps(c + (size_t)r * ldc + 16, mask[1], c##r##_1);          \
+            _mm512_mask_storeu_ps(c + (size_t)r * ldc + 16, m1, c##r##_1);               \
     }
+    /* A whole tile's masks are constants, so its stores and epilogue loads are plain. */
+    const __mmask16 m0 = whole ? (__mmask16)0xffff : mask[0];
+    const __mmask16 m1 = whole ? (__mmask16)0xffff : mask[1];
     ROWS(DECL)
     size_t kk = 0;
     if (rows == 1) {
@@ -358,8 +361,8 @@ tile_rxh(const int rows, const int halves, const bool whole, size_t k, const flo
         ROWS(BIAS_ROW)
     }
     if (ep->bias_col) {
-        const __m512 bc0 = _mm512_maskz_loadu_ps(mask[0], ep->bias_col);
-        const __m512 bc1 = halves == 2 ? _mm512_maskz_loadu_ps(mask[1], ep->bias_col + 16) : bc0;
+        const __m512 bc0 = _mm512_maskz_loadu_ps(m0, ep->bias_col);
+        const __m512 bc1 = halves == 2 ? _mm512_maskz_loadu_ps(m1, ep->bias_col + 16) : bc0;
         ROWS(BIAS_COL)
     }
     if (ep->clamp != CF_SGEMM_CLAMP_NONE) {
@@ -377,56 +380,76 @@ tile_rxh(const int rows, const int halves, const bool whole, size_t k, const flo
 }
 
 /* One tile variant as its own function: `rows` rows, `halves` vectors per row, `whole`
- * (no masked B loads) and A's row stride fixed to 1 when `unit` (the broadcasts then use
- * immediate offsets).  Kept out of line on purpose: inlined into one kernel function per
- * row count, the six variants made that function so large that clang with ASan and UBSan
+ * (all NR columns: no masks) and A's row stride fixed to 1 when `unit` (the broadcasts
+ * then use immediate offsets); the tile is column j0 of the block the epilogue `ep`
+ * describes.  Kept out of line on purpose: inlined into one kernel function per row
+ * count, the six variants made that function so large that clang with ASan and UBSan
  * took over ten minutes to compile this file (about three this way), at the same speed.
- * The local copy of the epilogue is made here, inside each variant: the stores to C could
- * alias *ep as far as the compiler knows, so it would reload every field after each store. */
-#define TILE_FN(rows, halves, whole, unit)                                                 \
-    static __attribute__((noinline)) void tile_##rows##_##halves##_##whole##_##unit(         \
-        size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t ldb,     \
-        float *c, size_t ldc, size_t ncols, const __mmask16 mask[2],                        \
-        const cf_sgemm_tile_ep *ep)                                                         \
-    {                                                                                       \
-        const cf_sgemm_tile_ep e = *ep;                                                     \
-        tile_rxh(rows, halves, whole, k, a, unit ? 1 : a_rs, a_ks, b, ldb, c, ldc, ncols,   \
-                 mask, &e);                                                                 \
+ * And one tile per call: with the loop over column panels inside, GCC kept that loop's
+ * state in registers across the tile and spilled a dozen others, so the MobileNet layers
+ * on 112x112 maps (K = 16) took 1.3x as long.  The local copy of the epilogue is made
+ * here, inside each variant: the stores to C could alias *ep as far as the compiler
+ * knows, so it would reload every field after each store.  It is read field by field
+ * from the caller's own copy, which the caller never rewrites: the copy of a copy
+ * stepped from tile to tile was read in 8-byte words, whose loads cannot be forwarded
+ * from the byte stores of its bool fields, so every tile waited for the last tile's
+ * stores to C to drain (MobileNet's 112x112 K = 16 layers 1.08x as long). */
+#define TILE_FN(rows, halves, whole, unit)                                               \
+    static __attribute__((noinline)) void tile_##rows##_##halves##_##whole##_##unit(   \
+        size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b, size_t ldb,   \
+        float *c, size_t ldc, size_t ncols, const __mmask16 mask[2], size_t j0,           \
+        const cf_sgemm_tile_ep *ep)                                                       \
+    {                                                                                     \
+        cf_sgemm_tile_ep e = *ep;                                                         \
+        if (e.bias_col)                                                                   \
+            e.bias_col += j0;                                                             \
+        if (e.z)                                                                          \
+            e.z += j0 * (e.trans ? e.ldz : 1);                                            \
+        tile_rxh(rows, halves, whole, k, a, unit ? 1 : a_rs, a_ks, b, ldb, c, ldc, ncols, \
+                 mask, &e);                                                               \
     }
 
-/* The kernel of one row count: its six tile variants, and the entry point that picks one
- * from the columns left in the panel and A's row stride (unit stride, packed A or an
+/* The kernel of one row count: its six tile variants, and the entry point that walks the
+ * column panels (sgemm.h), each whole one through a `whole` variant and a last partial
+ * one through a masked variant, picked by A's row stride too (unit stride, packed A or an
  * NCHW X read in place as pixel rows, is by far the common case). */
-#define UKERNEL(rows)                                                                      \
-    TILE_FN(rows, 2, 1, 1)                                                                  \
-    TILE_FN(rows, 2, 0, 1)                                                                  \
-    TILE_FN(rows, 1, 0, 1)                                                                  \
-    TILE_FN(rows, 2, 1, 0)                                                                  \
-    TILE_FN(rows, 2, 0, 0)                                                                  \
-    TILE_FN(rows, 1, 0, 0)                                                                  \
-    static void ukernel_##rows##x32(size_t k, const float *a, size_t a_rs, size_t a_ks,     \
-                                    const float *b, size_t ldb, float *c, size_t ldc,       \
-                                    size_t ncols, const cf_sgemm_tile_ep *ep)               \
-    {                                                                                       \
-        __mmask16 mask[2];                                                                  \
-        mask[0] = ncols >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << ncols) - 1u);        \
-        mask[1] = ncols >= 32  ? (__mmask16)0xffff                                          \
-                  : ncols > 16 ? (__mmask16)((1u << (ncols - 16)) - 1u)                     \
-                               : 0;                                                         \
-        if (a_rs == 1) {                                                                    \
-            if (ncols == NR)                                                                \
-                tile_##rows##_2_1_1(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);     \
-            else if (ncols > 16)                                                            \
-                tile_##rows##_2_0_1(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);     \
-            else                                                                            \
-                tile_##rows##_1_0_1(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);     \
-        } else if (ncols == NR) {                                                           \
-            tile_##rows##_2_1_0(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);         \
-        } else if (ncols > 16) {                                                            \
-            tile_##rows##_2_0_0(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);         \
-        } else {                                                                            \
-            tile_##rows##_1_0_0(k, a, a_rs, a_ks, b, ldb, c, ldc, ncols, mask, ep);         \
-        }                                                                                   \
+#define UKERNEL(rows)                                                                    \
+    TILE_FN(rows, 2, 1, 1)                                                               \
+    TILE_FN(rows, 2, 0, 1)                                                               \
+    TILE_FN(rows, 1, 0, 1)                                                               \
+    TILE_FN(rows, 2, 1, 0)                                                               \
+    TILE_FN(rows, 2, 0, 0)                                                               \
+    TILE_FN(rows, 1, 0, 0)                                                               \
+    static void ukernel_##rows##x32(size_t k, const float *a, size_t a_rs, size_t a_ks,  \
+                                    const float *b, size_t ldb, size_t b_panel, float *c, \
+                                    size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep) \
+    {                                                                                    \
+        const size_t c_step = ep->trans ? NR * ldc : NR;                                 \
+        __mmask16 mask[2] = {(__mmask16)0xffff, (__mmask16)0xffff};                      \
+        size_t j = 0;                                                                    \
+        for (; j + NR <= ncols; j += NR) {                                               \
+            if (a_rs == 1)                                                               \
+                tile_##rows##_2_1_1(k, a, a_rs, a_ks, b, ldb, c, ldc, NR, mask, j, ep);  \
+            else                                                                         \
+                tile_##rows##_2_1_0(k, a, a_rs, a_ks, b, ldb, c, ldc, NR, mask, j, ep);  \
+            b += b_panel;                                                                \
+            c += c_step;                                                                 \
+        }                                                                                \
+        const size_t left = ncols - j;                                                   \
+        if (left == 0)                                                                   \
+            return;                                                                      \
+        mask[0] = left >= 16 ? (__mmask16)0xffff : (__mmask16)((1u << left) - 1u);       \
+        mask[1] = left > 16 ? (__mmask16)((1u << (left - 16)) - 1u) : 0;                 \
+        if (a_rs == 1) {                                                                 \
+            if (left > 16)                                                               \
+                tile_##rows##_2_0_1(k, a, a_rs, a_ks, b, ldb, c, ldc, left, mask, j, ep); \
+            else                                                                         \
+                tile_##rows##_1_0_1(k, a, a_rs, a_ks, b, ldb, c, ldc, left, mask, j, ep); \
+        } else if (left > 16) {                                                          \
+            tile_##rows##_2_0_0(k, a, a_rs, a_ks, b, ldb, c, ldc, left, mask, j, ep);    \
+        } else {                                                                         \
+            tile_##rows##_1_0_0(k, a, a_rs, a_ks, b, ldb, c, ldc, left, mask, j, ep);    \
+        }                                                                                \
     }
 
 UKERNEL(8)

@@ -10,9 +10,9 @@
 #define MR 4
 #define NR 16
 
-static void ukernel_4x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
-                         size_t ldb, float *c, size_t ldc, size_t ncols,
-                         const cf_sgemm_tile_ep *ep)
+/* One tile of at most NR columns. */
+static void tile_4x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+                      size_t ldb, float *c, size_t ldc, size_t ncols, const cf_sgemm_tile_ep *ep)
 {
     float acc[MR][NR] = {{0}};
     for (size_t kk = 0; kk < k; kk++) {
@@ -45,6 +45,22 @@ static void ukernel_4x16(size_t k, const float *a, size_t a_rs, size_t a_ks, con
                 v = cf_activate(v, CONVFIND_ACT_CLIP, ep->lo, ep->hi);
             cr[j * ccs] = v;
         }
+    }
+}
+
+/* The tiles of consecutive column panels (sgemm.h), one after the other. */
+static void ukernel_4x16(size_t k, const float *a, size_t a_rs, size_t a_ks, const float *b,
+                         size_t ldb, size_t b_panel, float *c, size_t ldc, size_t ncols,
+                         const cf_sgemm_tile_ep *ep)
+{
+    cf_sgemm_tile_ep e = *ep;
+    for (size_t j = 0; j < ncols; j += NR) {
+        tile_4x16(k, a, a_rs, a_ks, b + j / NR * b_panel, ldb, c + j * (ep->trans ? ldc : 1),
+                  ldc, ncols - j < NR ? ncols - j : NR, &e);
+        if (e.bias_col)
+            e.bias_col += NR;
+        if (e.z)
+            e.z += NR * (ep->trans ? ep->ldz : 1);
     }
 }
 
