@@ -264,6 +264,28 @@ static void gen_depthwise_planes(rng *r, tconv *t)
     random_epilogue(r, t);
 }
 
+/* NCHW depthwise with any kernel from 1x1 to 7x7 (rows and columns apart), strides 1 and
+ * 2, dilations 1 and 2, asymmetric pads, on small planes (1 to 16 outputs a side) of 1 to
+ * 90 channels, odd counts and multipliers 1 to 2 included: the channel-block kernel's
+ * general tap loop (kernels other than 3x3 and 5x5), pixel runs that cross rows and end
+ * in partial transposes, and bands of rows where the blocks are too few for 2 threads;
+ * bias, residual and every activation from random_epilogue.  gen_depthwise_planes stops
+ * at 5 taps a side, which left 6- and 7-tap rows untested. */
+static void gen_depthwise_kxk(rng *r, tconv *t)
+{
+    memset(t, 0, sizeof *t);
+    t->nsp = 2;
+    t->n = rnd_in(r, 1, 2);
+    t->c = t->g = rnd_in(r, 1, 90);
+    t->m = t->c * (rnd(r) % 4 == 0 ? 2 : 1);
+    for (int a = 0; a < 3; a++)
+        t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
+    for (int a = 0; a < 2; a++)
+        random_axis(r, t, a, rnd_in(r, 1, 7), rnd_in(r, 1, 2), rnd_in(r, 1, 2), 16);
+    random_epilogue(r, t);
+    t->layout = CONVFIND_LAYOUT_NCHW;
+}
+
 /* cpu.depthwise_3x3's domain: 2-D 3x3 depthwise (multiplier 1), NCHW, stride 1 with pads
  * of 1, or stride 2 with a start pad of 1 and an end pad of 0 or 1, per axis.  Planes
  * from 1 to 70 pixels a side, not square, so that rows are shorter and longer than a
@@ -575,6 +597,14 @@ static void test_depthwise_planes(void **state)
 {
     (void)state;
     check_family(&depthwise_planes);
+}
+
+static const family depthwise_kxk = {"cpu.depthwise", gen_depthwise_kxk, 1.0, false};
+
+static void test_depthwise_kxk(void **state)
+{
+    (void)state;
+    check_family(&depthwise_kxk);
 }
 
 static void test_depthwise_packed_across_levels(void **state)
@@ -1005,6 +1035,7 @@ int main(void)
         cmocka_unit_test(test_direct_blocked_applicability),
         cmocka_unit_test(test_depthwise_random),
         cmocka_unit_test(test_depthwise_planes),
+        cmocka_unit_test(test_depthwise_kxk),
         cmocka_unit_test(test_depthwise_packed_across_levels),
         cmocka_unit_test(test_depthwise_small_workspace),
         cmocka_unit_test(test_depthwise_applicability),
