@@ -282,58 +282,47 @@ typedef struct out_job {
 #endif
 
 /* One row of a phase's grid into Y: `len` outputs `step` apart, from the GEMM's results
- * c (NULL: zeros) and the residual z at the same positions (or NULL).  `act` is a
- * constant at every call (out_row's switch), so the loop carries no branch on it. */
-OUT_INLINE void out_row_act(float *y, const float *z, const float *c, size_t len,
-                            ptrdiff_t step, float bias, convfind_activation act, float alpha,
-                            float beta)
+ * c (NULL: zeros) and the residual z at the same positions (or NULL).  With c2, the row
+ * of the phase paired with it along the innermost axis (pair_of) too, each of its
+ * outputs `half` after c's: the two fill the row, so Y is written whole (in NCHW, where
+ * step is 2 and half 1, contiguously; phase by phase each pass stored every other
+ * output).  `act` is a constant at every call (out_row's switch), so the loop carries
+ * no branch on it. */
+OUT_INLINE void out_row_act(float *y, const float *z, const float *c, const float *c2,
+                            size_t len, ptrdiff_t step, ptrdiff_t half, float bias,
+                            convfind_activation act, float alpha, float beta)
 {
     for (size_t r = 0; r < len; r++) {
-        float v = (c ? c[r] : 0.0f) + bias + (z ? z[(ptrdiff_t)r * step] : 0.0f);
-        y[(ptrdiff_t)r * step] = cf_activate(v, act, alpha, beta);
-    }
-}
-
-/* A row of two phases interleaved along the innermost axis (pair_of): output 2r from
- * c[r], 2r + 1 from c2[r], `half` apart in Y (1 in NCHW, where the loop then writes Y
- * contiguously and vectorizes; a loop per phase strode over every other output, one
- * scalar store each). */
-OUT_INLINE void out_pair_act(float *y, const float *z, const float *c, const float *c2,
-                             size_t len, ptrdiff_t half, float bias, convfind_activation act,
-                             float alpha, float beta)
-{
-    for (size_t r = 0; r < len; r++) {
-        ptrdiff_t at = (ptrdiff_t)(2 * r) * half;
-        float v = c[r] + bias + (z ? z[at] : 0.0f);
-        float v2 = c2[r] + bias + (z ? z[at + half] : 0.0f);
+        const ptrdiff_t at = (ptrdiff_t)r * step;
+        float v = (c ? c[r] : 0.0f) + bias + (z ? z[at] : 0.0f);
         y[at] = cf_activate(v, act, alpha, beta);
-        y[at + half] = cf_activate(v2, act, alpha, beta);
+        if (c2) {
+            float v2 = c2[r] + bias + (z ? z[at + half] : 0.0f);
+            y[at + half] = cf_activate(v2, act, alpha, beta);
+        }
     }
 }
 
-static void out_pair(const cf_problem *p, float *y, const float *z, const float *c,
-                     const float *c2, size_t len, ptrdiff_t half, float bias)
+static void out_row(const cf_problem *p, float *y, const float *z, const float *c,
+                    const float *c2, size_t len, ptrdiff_t step, ptrdiff_t half, float bias)
 {
-    if (half == 1 && p->act == CONVFIND_ACT_NONE)
-        out_pair_act(y, z, c, c2, len, 1, bias, CONVFIND_ACT_NONE, 0.0f, 0.0f);
-    else if (half == 1 && p->act == CONVFIND_ACT_RELU)
-        out_pair_act(y, z, c, c2, len, 1, bias, CONVFIND_ACT_RELU, 0.0f, 0.0f);
-    else
-        out_pair_act(y, z, c, c2, len, half, bias, p->act, p->alpha, p->beta);
-}
-
-static void out_row(const cf_problem *p, float *y, const float *z, const float *c, size_t len,
-                    ptrdiff_t step, float bias)
-{
+    /* An NCHW pair with constant strides, so that the compiler vectorizes it. */
+    const bool unit = c2 && step == 2 && half == 1;
     switch (p->act) {
     case CONVFIND_ACT_NONE:
-        out_row_act(y, z, c, len, step, bias, CONVFIND_ACT_NONE, 0.0f, 0.0f);
+        if (unit)
+            out_row_act(y, z, c, c2, len, 2, 1, bias, CONVFIND_ACT_NONE, 0.0f, 0.0f);
+        else
+            out_row_act(y, z, c, c2, len, step, half, bias, CONVFIND_ACT_NONE, 0.0f, 0.0f);
         return;
     case CONVFIND_ACT_RELU:
-        out_row_act(y, z, c, len, step, bias, CONVFIND_ACT_RELU, 0.0f, 0.0f);
+        if (unit)
+            out_row_act(y, z, c, c2, len, 2, 1, bias, CONVFIND_ACT_RELU, 0.0f, 0.0f);
+        else
+            out_row_act(y, z, c, c2, len, step, half, bias, CONVFIND_ACT_RELU, 0.0f, 0.0f);
         return;
     default:
-        out_row_act(y, z, c, len, step, bias, p->act, p->alpha, p->beta);
+        out_row_act(y, z, c, c2, len, step, half, bias, p->act, p->alpha, p->beta);
         return;
     }
 }
@@ -359,12 +348,8 @@ static void out_task(void *arg, size_t m)
         int64_t o1 = (ph->u_lo[1] + u1) * st[1] + ph->phi[1] - pad[1];
         int64_t o2 = (ph->u_lo[2] + (int64_t)u2) * st[2] + ph->phi[2] - pad[2];
         size_t y0 = base + (size_t)(o0 * j->ys[0] + o1 * j->ys[1] + o2 * j->ys[2]);
-        if (cm2)
-            out_pair(j->p, j->y + y0, j->z ? j->z + y0 : NULL, cm + idx, cm2 + idx, len,
-                     (ptrdiff_t)j->ys[2], bias);
-        else
-            out_row(j->p, j->y + y0, j->z ? j->z + y0 : NULL, cm ? cm + idx : NULL, len,
-                    step, bias);
+        out_row(j->p, j->y + y0, j->z ? j->z + y0 : NULL, cm ? cm + idx : NULL,
+                cm2 ? cm2 + idx : NULL, len, step, (ptrdiff_t)j->ys[2], bias);
         idx += len;
         pix += len;
     }
@@ -379,16 +364,15 @@ static void out_task(void *arg, size_t m)
  * each output row whole instead of every other output in two passes (U-Net's 128 -> 64
  * layer on 196x196 took 2.2x oneDNN's time phase by phase). */
 static bool pair_of(const cf_geom3 *g, size_t i, const phase *ph, const cf_sgemm_kernel *kern,
-                    size_t mg, phase *next)
+                    size_t mg)
 {
     if (axis_phases(g, 2) != 2 || i % 2 != 0 || mg % (size_t)kern->mr != 0 ||
         ph->taps_sp == 0)
         return false;
-    *next = phase_of(g, i + 1);
-    bool same = next->taps_sp == ph->taps_sp && next->u_lo[2] == ph->u_lo[2] &&
-                next->phi[2] == ph->phi[2] + 1;
+    const phase next = phase_of(g, i + 1);
+    bool same = next.u_lo[2] == ph->u_lo[2] && next.phi[2] == ph->phi[2] + 1;
     for (int ax = 0; ax < 3; ax++)
-        same = same && next->count[ax] == ph->count[ax] && next->taps[ax] == ph->taps[ax];
+        same = same && next.count[ax] == ph->count[ax] && next.taps[ax] == ph->taps[ax];
     return same;
 }
 
@@ -459,8 +443,8 @@ static convfind_status subpixel_execute(const cf_problem *p, const void *state,
                 size_t built_lo = 0, built_hi = 0;
                 bool built = false;
                 for (size_t i = 0; i < phase_count(&g); i++) {
-                    phase ph = phase_of(&g, i), next;
-                    const bool paired = pair_of(&g, i, &ph, kern, mg, &next);
+                    phase ph = phase_of(&g, i);
+                    const bool paired = pair_of(&g, i, &ph, kern, mg);
                     size_t kdim = cg * ph.taps_sp;
                     size_t lo = t * ph.count_sp / l.tiles, hi = (t + 1) * ph.count_sp / l.tiles;
                     if (kdim > 0 && hi > lo) {
