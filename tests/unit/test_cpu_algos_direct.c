@@ -783,6 +783,48 @@ static void test_direct_blocked_paths(void **state)
     check_family(&direct_blocked_paths);
 }
 
+/* cpu.direct_blocked hands its tasks to the threads split by groups of output blocks, or,
+ * where the input outweighs the weights, by bands of the output plane, and converts X in
+ * an order to match; tasks claim conversion shares from their own place on, among at
+ * most 64 shares (which 12 threads' 96 tasks run into).  Problems on both sides of that
+ * choice: maps of up to 40x40 with few channels, and of up to 6x6 with many; 1 or 2
+ * images, 1 or 2 groups of whole 16-channel blocks, strides 1 and 2, either layout, on
+ * pools of 2, 3 and 12 threads. */
+static void gen_direct_orders(rng *r, tconv *t)
+{
+    memset(t, 0, sizeof *t);
+    t->nsp = 2;
+    t->n = rnd_in(r, 1, 2);
+    t->g = rnd_in(r, 1, 2);
+    const bool wide = rnd(r) % 2;
+    t->c = t->g * 16 * rnd_in(r, 1, wide ? 2 : 4);
+    t->m = t->g * 16 * rnd_in(r, 3, wide ? 5 : 8);
+    for (int a = 0; a < 3; a++)
+        t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
+    for (int a = 0; a < 2; a++)
+        random_axis(r, t, a, 3, rnd_in(r, 1, 2), 1, wide ? 40 : 6);
+    random_epilogue(r, t);
+}
+
+static void test_direct_blocked_task_orders(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), direct_blocked.algo);
+    assert_non_null(algo);
+    static const int threads[] = {2, 3, 12};
+    rng r = {0x2545f4914f6cdd1dull};
+    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+        cf_threadpool *pool = NULL;
+        assert_int_equal(cf_threadpool_create(threads[i], &pool), CONVFIND_OK);
+        for (int k = 0; k < 40; k++) {
+            tconv t;
+            gen_direct_orders(&r, &t);
+            check_problem(&direct_blocked, algo, &t, &r, pool, k % 2 == 0);
+        }
+        cf_threadpool_destroy(pool);
+    }
+}
+
 static void test_direct_blocked_packed_across_levels(void **state)
 {
     (void)state;
@@ -1030,6 +1072,7 @@ int main(void)
     const struct CMUnitTest tests[] = {
         cmocka_unit_test(test_direct_blocked_random),
         cmocka_unit_test(test_direct_blocked_paths),
+        cmocka_unit_test(test_direct_blocked_task_orders),
         cmocka_unit_test(test_direct_blocked_packed_across_levels),
         cmocka_unit_test(test_direct_blocked_small_workspace),
         cmocka_unit_test(test_direct_blocked_applicability),
