@@ -260,8 +260,9 @@ static size_t dbk_packed_extent(const cf_problem *p, const void *packed, const v
  * Measured on the layers of 15 networks' N=1 suites that Find gives this algorithm,
  * 2 threads, Xeon, splitting the plane against the blocks: 3x3 stride 2 with weights up
  * to 2.8x the input 0.77-0.95x the time (YOLOv5s, ResNet-50, DeepLabV3, Inception-v3,
- * R3D-18), stride 1 0.94-1.09x (geometric mean 0.99x); Inception-v3's 17x17 1x7 and 7x1 layers, weights 3.4x
- * the input, up to 1.07x; ResNet-50's 7x7 and 14x14 3x3, 18-57x, 1.05-1.08x. */
+ * R3D-18), stride 1 0.94-1.09x (geometric mean 0.99x); Inception-v3's 17x17 1x7 and 7x1
+ * layers, weights 3.4x the input, up to 1.07x; ResNet-50's 7x7 and 14x14 3x3, 18-57x,
+ * 1.05-1.08x. */
 #define DBK_WEIGHTS_PER_INPUT 3.0
 
 /* The most conversion shares: each has a claim flag in the job. */
