@@ -40,6 +40,7 @@
 #include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
+#include "util/shares.h"
 
 /* Channel count of groups > 1 must be a multiple of this (every ISA's block divides it). */
 #define DBK_GROUP_ALIGN 16
@@ -265,8 +266,9 @@ static size_t dbk_packed_extent(const cf_problem *p, const void *packed, const v
  * 1.05-1.08x. */
 #define DBK_WEIGHTS_PER_INPUT 3.0
 
-/* The most conversion shares: each has a claim flag in the job. */
-#define DBK_CONVERT_SHARES_MAX 64
+/* The most claim slots the conversion shares are dealt over (util/shares.h): one per
+ * compute task up to this many, a cache line each on the stack. */
+#define DBK_CLAIM_SLOTS 64
 
 typedef struct dbk_job {
     const cf_problem *p;
@@ -288,8 +290,8 @@ typedef struct dbk_job {
                         * converts them itself, just before it computes */
     size_t crows_all;  /* input rows to convert, all blocks of all images */
     size_t ctasks;     /* conversion shares they are split into */
-    atomic_bool claimed[DBK_CONVERT_SHARES_MAX]; /* per conversion share: taken by a task */
-    atomic_size_t nclaimed;   /* conversion shares taken */
+    cf_share *claims;  /* the conversion shares dealt over nclaims slots (util/shares.h) */
+    size_t nclaims;    /* claim slots: compute task i claims from slot i * nclaims / tasks */
     atomic_size_t converted;  /* conversion shares finished */
 } dbk_job;
 
@@ -613,6 +615,14 @@ static void dbk_band(const dbk_job *job, size_t index)
 
 /* ---- both passes in one parallel loop --------------------------------------------- */
 
+/* Converts claimed conversion share `index` and counts it finished. */
+static void dbk_convert_claimed(void *arg, size_t index)
+{
+    dbk_job *job = arg;
+    dbk_convert_share(job, index);
+    atomic_fetch_add_explicit(&job->converted, 1, memory_order_release);
+}
+
 /* A task whose (image, group)'s input blocks no other task reads (one band, one group
  * of output blocks: ResNeXt's 32-group 3x3 layers) converts them itself and computes
  * right away, from its own cache, without waiting for the other tasks' conversions
@@ -623,11 +633,12 @@ static void dbk_band(const dbk_job *job, size_t index)
  * worker that arrives late still finds compute tasks.  A thread waits only once every
  * share has been claimed, by threads that finish them without waiting, so the wait
  * ends whatever order and threads the pool runs the tasks on.
- * A task claims the shares from the one at its own place in the order on (the pool
- * deals each thread a contiguous run of tasks, util/shares.h), so that where the tasks
- * split the output plane each thread converts mostly the rows its own tasks read and
- * finds them in its own cache (2 threads, Xeon: ResNet-50's layer2.0.conv2 took
- * 1.05-1.12x the time with shares claimed in the order the threads arrived). */
+ * The conversion shares are dealt in contiguous runs over claim slots, as the pool deals
+ * the tasks over its threads (util/shares.h), and a task claims from the slot at its own
+ * place in the order first, so that where the tasks split the output plane each thread
+ * converts mostly the rows its own tasks read and finds them in its own cache (2
+ * threads, Xeon: ResNet-50's layer2.0.conv2 took 1.05-1.12x the time with shares
+ * claimed in the order the threads arrived). */
 static void dbk_task(void *arg, size_t index)
 {
     dbk_job *job = arg;
@@ -640,18 +651,9 @@ static void dbk_task(void *arg, size_t index)
         dbk_band(job, index);
         return;
     }
-    const size_t first = index * job->ctasks / job->tasks;
-    for (size_t i = 0; i < job->ctasks; i++) {
-        if (atomic_load_explicit(&job->nclaimed, memory_order_relaxed) == job->ctasks)
-            break;
-        size_t c = (first + i) % job->ctasks;
-        if (atomic_load_explicit(&job->claimed[c], memory_order_relaxed) ||
-            atomic_exchange_explicit(&job->claimed[c], true, memory_order_relaxed))
-            continue;
-        atomic_fetch_add_explicit(&job->nclaimed, 1, memory_order_relaxed);
-        dbk_convert_share(job, c);
-        atomic_fetch_add_explicit(&job->converted, 1, memory_order_release);
-    }
+    if (atomic_load_explicit(&job->converted, memory_order_acquire) < job->ctasks)
+        cf_shares_run(job->claims, job->nclaims, index * job->nclaims / job->tasks,
+                      dbk_convert_claimed, job);
     while (atomic_load_explicit(&job->converted, memory_order_acquire) < job->ctasks) {
 #if defined(__x86_64__)
         _mm_pause();
@@ -746,10 +748,6 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     size_t want = (size_t)DBK_TASKS_PER_THREAD * (size_t)cf_threadpool_size(a->pool);
     job.crows_all = (size_t)(p->n * g.groups * g.cbg * g.crows);
     job.ctasks = job.crows_all < want ? job.crows_all : want;
-    job.ctasks = job.ctasks < DBK_CONVERT_SHARES_MAX ? job.ctasks : DBK_CONVERT_SHARES_MAX;
-    for (size_t c = 0; c < job.ctasks; c++)
-        atomic_init(&job.claimed[c], false);
-    atomic_init(&job.nclaimed, 0);
     atomic_init(&job.converted, 0);
     size_t outer = (size_t)(p->n * g.groups * job.nobg);
     size_t tiles = (size_t)(g.rows * job.tpr);
@@ -767,6 +765,10 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     job.bands_outer = job.bands > 1 && job.nobg > 1 &&
                       w_floats < DBK_WEIGHTS_PER_INPUT * x_floats;
     job.tasks = outer * (size_t)job.bands;
+    cf_share claims[DBK_CLAIM_SLOTS];
+    job.claims = claims;
+    job.nclaims = job.tasks < DBK_CLAIM_SLOTS ? job.tasks : DBK_CLAIM_SLOTS;
+    cf_shares_deal(claims, job.nclaims, job.ctasks);
     cf_parallel_for(a->pool, job.tasks, dbk_task, &job);
     return CONVFIND_OK;
 }

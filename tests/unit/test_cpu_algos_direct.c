@@ -785,8 +785,8 @@ static void test_direct_blocked_paths(void **state)
 
 /* cpu.direct_blocked hands its tasks to the threads split by groups of output blocks, or,
  * where the input outweighs the weights, by bands of the output plane, and converts X in
- * an order to match; tasks claim conversion shares from their own place on, among at
- * most 64 shares (which 12 threads' 96 tasks run into).  Problems on both sides of that
+ * an order to match; the conversion shares are dealt over at most 64 claim slots (which
+ * 12 threads' 96 tasks run into), each task claiming from its own slot first.  Problems on both sides of that
  * choice: maps of up to 40x40 with few channels, and of up to 6x6 with many; 1 or 2
  * images, 1 or 2 groups of whole 16-channel blocks, strides 1 and 2, either layout, on
  * pools of 2, 3 and 12 threads. */
