@@ -543,8 +543,9 @@ static void check_packed_across_levels(const char *name, void (*gen)(rng *, tcon
 }
 
 /* A workspace smaller than execute() needs is an error, not an overrun.  workspace()
- * reports the most any ISA level needs, so one byte less than that is too little only
- * at the level that needs the most; an empty workspace is too little at every level. */
+ * reports the most any ISA level needs, so one byte less than that is too little at the
+ * level that needs the most, whichever that is; an empty workspace is too little at
+ * every level. */
 static void check_small_workspace(const char *name, void (*gen)(rng *, tconv *))
 {
     const cf_algo *algo = cf_backend_find(cf_backend_host(), name);
@@ -570,10 +571,15 @@ static void check_small_workspace(const char *name, void (*gen)(rng *, tconv *))
                       .y = y, .workspace = ws, .workspace_size = 0};
     assert_int_not_equal(algo->execute(p, state, &a), CONVFIND_OK);
     assert_true(strlen(convfind_last_error()) > 0);
-    if (cf_isa_active() == cf_isa_machine()) {
-        a.workspace_size = ws_bytes - 1;
-        assert_int_not_equal(algo->execute(p, state, &a), CONVFIND_OK);
+    a.workspace_size = ws_bytes - 1;
+    const cf_isa active = cf_isa_active();
+    int too_little = 0;
+    for (int level = CF_ISA_PORTABLE; level <= (int)cf_isa_machine(); level++) {
+        assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+        too_little += algo->execute(p, state, &a) != CONVFIND_OK;
     }
+    assert_int_equal(cf_isa_force(active), CONVFIND_OK);
+    assert_true(too_little >= 1);
     if (algo->release)
         algo->release(state);
     free(ws), free(x), free(w), free(b), free(z), free(y);
@@ -806,23 +812,69 @@ static void gen_direct_orders(rng *r, tconv *t)
     random_epilogue(r, t);
 }
 
-static void test_direct_blocked_task_orders(void **state)
+/* Checks `per_pool` problems from gen with cpu.direct_blocked on a pool of each of the
+ * thread counts in turn (0-terminated), half of them with packed weights. */
+static void check_direct_blocked_on_pools(void (*gen)(rng *, tconv *), const int *threads,
+                                          int per_pool, rng *r)
 {
-    (void)state;
     const cf_algo *algo = cf_backend_find(cf_backend_host(), direct_blocked.algo);
     assert_non_null(algo);
-    static const int threads[] = {2, 3, 12};
-    rng r = {0x2545f4914f6cdd1dull};
-    for (size_t i = 0; i < sizeof threads / sizeof threads[0]; i++) {
+    for (; *threads; threads++) {
         cf_threadpool *pool = NULL;
-        assert_int_equal(cf_threadpool_create(threads[i], &pool), CONVFIND_OK);
-        for (int k = 0; k < 40; k++) {
+        assert_int_equal(cf_threadpool_create(*threads, &pool), CONVFIND_OK);
+        for (int k = 0; k < per_pool; k++) {
             tconv t;
-            gen_direct_orders(&r, &t);
-            check_problem(&direct_blocked, algo, &t, &r, pool, k % 2 == 0);
+            gen(r, &t);
+            check_problem(&direct_blocked, algo, &t, r, pool, k % 2 == 0);
         }
         cf_threadpool_destroy(pool);
     }
+}
+
+static void test_direct_blocked_task_orders(void **state)
+{
+    (void)state;
+    static const int threads[] = {2, 3, 12, 0};
+    rng r = {0x2545f4914f6cdd1dull};
+    check_direct_blocked_on_pools(gen_direct_orders, threads, 40, &r);
+}
+
+/* cpu.direct_blocked splits the reduction into runs of input blocks where its bands would
+ * hold one tile each (small planes with one or two output blocks, one-pixel outputs):
+ * each part has tasks of its own, the part that finishes a band last adds up the others'
+ * sums and stores them, and a part whose tasks alone read its input blocks converts them
+ * itself.  Problems of that kind: maps of up to 9x9 (one band or two) with 16 or 32
+ * output channels and 2 to 8 blocks of 16 input channels per group, or of one pixel with
+ * 128 to 192 and 64 to 96 blocks (parts need 65536 multiply-adds); 1 or 2 images and
+ * groups, either layout, on pools of 2, 3, 5 and 12 threads (2 to 4 parts), at every ISA
+ * level (other block and tile sizes). */
+static void gen_direct_split(rng *r, tconv *t)
+{
+    memset(t, 0, sizeof *t);
+    t->nsp = 2;
+    t->n = rnd_in(r, 1, 2);
+    t->g = rnd_in(r, 1, 2);
+    const bool pixel = rnd(r) % 4 == 0; /* as many multiply-adds as a split needs */
+    t->c = t->g * 16 * (pixel ? rnd_in(r, 64, 96) : rnd_in(r, 2, 8));
+    t->m = t->g * 16 * (pixel ? rnd_in(r, 8, 12) : rnd_in(r, 1, 2));
+    for (int a = 0; a < 3; a++)
+        t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
+    for (int a = 0; a < 2; a++)
+        random_axis(r, t, a, pixel ? 1 : 3, 1, 1, pixel ? 1 : 9);
+    random_epilogue(r, t);
+}
+
+static void test_direct_blocked_split_reduction(void **state)
+{
+    (void)state;
+    static const int threads[] = {2, 3, 5, 12, 0};
+    rng r = {0x5851f42d4c957f2dull};
+    const cf_isa active = cf_isa_active();
+    for (int level = CF_ISA_PORTABLE; level <= (int)cf_isa_machine(); level++) {
+        assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+        check_direct_blocked_on_pools(gen_direct_split, threads, 12, &r);
+    }
+    assert_int_equal(cf_isa_force(active), CONVFIND_OK);
 }
 
 static void test_direct_blocked_packed_across_levels(void **state)
@@ -1073,6 +1125,7 @@ int main(void)
         cmocka_unit_test(test_direct_blocked_random),
         cmocka_unit_test(test_direct_blocked_paths),
         cmocka_unit_test(test_direct_blocked_task_orders),
+        cmocka_unit_test(test_direct_blocked_split_reduction),
         cmocka_unit_test(test_direct_blocked_packed_across_levels),
         cmocka_unit_test(test_direct_blocked_small_workspace),
         cmocka_unit_test(test_direct_blocked_applicability),
