@@ -4,7 +4,9 @@
  *
  * One execution: (1) pack the weights unless the caller passed packed ones made at the
  * active ISA level, (2) copy X into the padded, blocked, phase-split layout (for a 1x1
- * kernel without padding: only the pixels it reads, densely), (3) run one task per
+ * kernel without padding: only the pixels it reads, densely; for a 1x1 of stride 1 on
+ * NCHW with whole blocks of channels: nothing, the tiles read X's channel rows where they
+ * are), (3) run one task per
  * (image, group, group of output blocks, band of the output plane): each walks its band
  * in tiles whose sums stay in registers over a share of the reduction (as many input
  * blocks or taps as keep their weights in L1; a few tiles take turns with each share), then
@@ -59,6 +61,8 @@ typedef struct dbk_geom {
     cf_geom3 s;
     bool flat;
     bool flat_unit;            /* flat, every axis as long as its output: X's plane is Y's */
+    bool in_place;             /* flat_unit in NCHW with whole blocks: the tiles read X
+                                * where it is, a row per channel, and nothing is converted */
     int64_t groups, cbg, mbg;  /* groups, input / output blocks per group */
     int64_t cg, mg;            /* channels per group */
     int64_t ntaps;
@@ -156,6 +160,7 @@ static dbk_geom dbk_geom_of(const cf_problem *p, int vl)
         g.flat_unit = g.flat_unit && g.s.in[a] == g.s.out[a];
     }
     g.flat_unit = g.flat_unit && g.flat;
+    g.in_place = g.flat_unit && p->layout == CONVFIND_LAYOUT_NCHW && g.cg % vl == 0;
     if (g.flat) {
         int64_t out_sp = g.s.out[0] * g.s.out[1] * g.s.out[2];
         g.dp = g.hp = 1;
@@ -194,7 +199,7 @@ static dbk_ws dbk_ws_of(const cf_problem *p, const dbk_geom *g, const cf_dbk_ker
     cf_ws *t = &w.total;
     size_t blocks = cf_ws_mul(t, (size_t)p->n, cf_ws_mul(t, (size_t)g->groups, (size_t)g->cbg));
     size_t per_block = cf_ws_mul(t, cf_ws_mul(t, (size_t)g->dp, (size_t)g->hp), (size_t)g->rs);
-    size_t x_floats = cf_ws_mul(t, blocks, per_block);
+    size_t x_floats = g->in_place ? 0 : cf_ws_mul(t, blocks, per_block);
     size_t blocks_w = cf_ws_mul(t, (size_t)g->groups, cf_ws_mul(t, (size_t)g->mbg, (size_t)g->cbg));
     size_t w_floats =
         cf_ws_mul(t, cf_ws_mul(t, blocks_w, (size_t)g->ntaps), (size_t)(g->vl * g->vl));
@@ -529,7 +534,9 @@ static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0,
     const dbk_geom *g = job->g;
     const cf_geom3 *s = &g->s;
     int vl = g->vl;
-    const float *xg = job->xb + (size_t)((n * g->groups + grp) * g->cbg) * (size_t)g->x_cb;
+    const float *xg = g->in_place
+                          ? (const float *)job->a->x + (size_t)((n * p->c + grp * g->cg) * p->in_sp)
+                          : job->xb + (size_t)((n * g->groups + grp) * g->cbg) * (size_t)g->x_cb;
     int64_t w_ob = g->cbg * g->ntaps * vl * vl;
     bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
     int64_t r = t / job->tpr, ow0 = t % job->tpr * job->np;
@@ -558,11 +565,12 @@ static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0,
         dbk_axis_taps(s, 2, w0, w0 + (np - 1) * s->stride[2], box);
     }
     *tl = (cf_dbk_tile){
-        .x = xrow + ow0 * vl,
+        .x = xrow + (g->in_place ? ow0 : ow0 * vl),
         .tap = job->tap,
         .ntaps = (int)g->ntaps,
         .ncb = (int)g->cbg,
-        .x_cb = (ptrdiff_t)g->x_cb,
+        .x_cb = g->in_place ? (ptrdiff_t)(vl * p->in_sp) : (ptrdiff_t)g->x_cb,
+        .x_ci = g->in_place ? (ptrdiff_t)p->in_sp : 0,
         .w = job->wp + (size_t)((grp * g->mbg + ob0) * w_ob),
         .w_cb = (ptrdiff_t)(g->ntaps * vl * vl),
         .w_ob = (ptrdiff_t)w_ob,
@@ -818,7 +826,7 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
      * work; compute tasks split the output plane only as far as the blocks do not. */
     size_t want = (size_t)DBK_TASKS_PER_THREAD * (size_t)cf_threadpool_size(a->pool);
     job.crows_all = (size_t)(p->n * g.groups * g.cbg * g.crows);
-    job.ctasks = job.crows_all < want ? job.crows_all : want;
+    job.ctasks = g.in_place ? 0 : job.crows_all < want ? job.crows_all : want;
     atomic_init(&job.converted, 0);
     size_t outer = (size_t)(p->n * g.groups * job.nobg);
     size_t tiles = (size_t)(g.rows * job.tpr);
@@ -854,7 +862,7 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
         for (size_t i = 0; i < job.part_tasks; i++)
             atomic_init(&job.kdone[i], 0);
     }
-    job.own_input = job.bands == 1 && job.nobg == 1;
+    job.own_input = !g.in_place && job.bands == 1 && job.nobg == 1;
     /* Tasks dealt out in turn to the threads (util/shares.h) split either the output
      * blocks, each thread reading all of the input and its part of the weights, or the
      * output plane, each reading its rows of the input and all of the weights.  The

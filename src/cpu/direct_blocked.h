@@ -8,7 +8,9 @@
  *          in channels; the W axis is split into `stride_w` phases so that the output
  *          pixels of one row read consecutive input pixels for every kernel tap, which
  *          makes the kernel's addressing independent of the stride.  A 1x1 kernel
- *          without padding stores only the pixels it reads: [n][block][out pixel][VL].
+ *          without padding stores only the pixels it reads: [n][block][out pixel][VL];
+ *          one of stride 1 on NCHW with whole blocks of channels reads X in place
+ *          instead, each input channel a row of pixels (cf_dbk_tile.x_ci).
  *   weights [group][out block][in block][tap][VL in][VL out], zero-padded.
  * A tile is `np` consecutive output pixels of one row times `nb` output blocks; its
  * accumulators (nb * np vectors) stay in registers over a share of the reduction (a
@@ -44,6 +46,9 @@ typedef struct cf_dbk_tile {
     const float *w;       /* packed weights of the first output block and input block */
     ptrdiff_t w_cb;       /* floats between the weights of consecutive input blocks */
     ptrdiff_t w_ob;       /* floats between the packed weights of consecutive out blocks */
+    ptrdiff_t x_ci;       /* 0: x is the blocked layout, pixel p's channel ci at
+                           * x[p * VL + ci]; otherwise X read in place (an NCHW 1x1 of
+                           * stride 1), channel rows x_ci floats apart: x[ci * x_ci + p] */
     int nb, np;           /* out blocks (1..4) and pixels (1..max_np[nb]) */
     /* A reduction split into shares: the partial sums to start from (NULL: zero) and
      * where to leave them (NULL: this share is the last, store through the epilogue).

@@ -90,8 +90,11 @@ static void dbk_store(const cf_dbk_store *s, const float *buf, int nb, int np)
 
 /* Computes the tile's sums over its share of the reduction (starting from zero or from
  * the partial sums in acc_in), then saves them to acc_out or, when the share is the
- * last, stores them through the epilogue. */
-DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int nb, const int np)
+ * last, stores them through the epilogue.  `rows` (a constant at every call): X is read
+ * in place, one row per channel (cf_dbk_tile.x_ci), instead of from the blocked layout;
+ * either way a channel step broadcasts from fixed offsets of one base pointer. */
+DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int nb, const int np,
+                        const bool rows)
 {
     float buf[4 * CF_DBK_MAX_NP * CF_VL] __attribute__((aligned(64)));
     cf_vf acc[4][CF_DBK_MAX_NP];
@@ -108,13 +111,14 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
             const float *xp = xc + t->tap[k].x, *wk = w + t->tap[k].w;
 #pragma GCC unroll 2
             for (int ci = 0; ci < CF_VL; ci++) {
+                const float *xr = rows ? xp + ci * t->x_ci : xp + ci;
                 cf_vf wv[4];
 #pragma GCC unroll 4
                 for (int j = 0; j < nb; j++)
                     wv[j] = cf_vload(wk + j * t->w_ob + ci * CF_VL);
 #pragma GCC unroll 14
                 for (int p = 0; p < np; p++) {
-                    cf_vf b = cf_vbcast(xp[p * CF_VL + ci]);
+                    cf_vf b = cf_vbcast(xr[rows ? p : p * CF_VL]);
 #pragma GCC unroll 4
                     for (int j = 0; j < nb; j++)
                         acc[j][p] = cf_vfma(wv[j], b, acc[j][p]);
@@ -133,27 +137,34 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
         dbk_store(s, buf, nb, np);
 }
 
-#define DBK_CASE(nb, np)                                                                   \
+#define DBK_CASE(nb, np, rows)                                                             \
     case (nb) * 64 + (np):                                                                 \
         if ((np) > DBK_NP(nb))                                                             \
             return;                                                                        \
-        dbk_run(t, s, nb, np);                                                             \
+        dbk_run(t, s, nb, np, rows);                                                       \
         break;
-#define DBK_CASES(nb)                                                                      \
-    DBK_CASE(nb, 1) DBK_CASE(nb, 2) DBK_CASE(nb, 3) DBK_CASE(nb, 4) DBK_CASE(nb, 5)        \
-    DBK_CASE(nb, 6) DBK_CASE(nb, 7) DBK_CASE(nb, 8) DBK_CASE(nb, 9) DBK_CASE(nb, 10)       \
-    DBK_CASE(nb, 11) DBK_CASE(nb, 12) DBK_CASE(nb, 13) DBK_CASE(nb, 14)
+#define DBK_CASES(nb, rows)                                                                \
+    DBK_CASE(nb, 1, rows) DBK_CASE(nb, 2, rows) DBK_CASE(nb, 3, rows)                      \
+    DBK_CASE(nb, 4, rows) DBK_CASE(nb, 5, rows) DBK_CASE(nb, 6, rows)                      \
+    DBK_CASE(nb, 7, rows) DBK_CASE(nb, 8, rows) DBK_CASE(nb, 9, rows)                      \
+    DBK_CASE(nb, 10, rows) DBK_CASE(nb, 11, rows) DBK_CASE(nb, 12, rows)                   \
+    DBK_CASE(nb, 13, rows) DBK_CASE(nb, 14, rows)
+#define DBK_SWITCH(rows)                                                                   \
+    switch (t->nb * 64 + t->np) {                                                          \
+        DBK_CASES(1, rows)                                                                 \
+        DBK_CASES(2, rows)                                                                 \
+        DBK_CASES(3, rows)                                                                 \
+        DBK_CASES(4, rows)                                                                 \
+    default:                                                                               \
+        return; /* the driver only asks for the shapes listed in max_np */                 \
+    }
 
 static void dbk_tile(const cf_dbk_tile *t, const cf_dbk_store *s)
 {
-    switch (t->nb * 64 + t->np) {
-        DBK_CASES(1)
-        DBK_CASES(2)
-        DBK_CASES(3)
-        DBK_CASES(4)
-    default:
-        return; /* the driver only asks for the shapes listed in max_np */
-    }
+    if (t->x_ci)
+        DBK_SWITCH(true)
+    else
+        DBK_SWITCH(false)
 }
 
 /* Stores the first n of the transposed pixels r (VL channels each) at their stride phase
