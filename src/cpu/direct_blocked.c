@@ -5,8 +5,8 @@
  * One execution: (1) pack the weights unless the caller passed packed ones made at the
  * active ISA level, (2) copy X into the padded, blocked, phase-split layout (for a 1x1
  * kernel without padding: only the pixels it reads, densely; for a 1x1 of stride 1 on
- * NCHW with whole blocks of channels: nothing, the tiles read X's channel rows where they
- * are), (3) run one task per
+ * NCHW with whole blocks of channels and X within L2: nothing, the tiles read X's channel
+ * rows where they are), (3) run one task per
  * (image, group, group of output blocks, band of the output plane): each walks its band
  * in tiles whose sums stay in registers over a share of the reduction (as many input
  * blocks or taps as keep their weights in L1; a few tiles take turns with each share), then
@@ -160,7 +160,15 @@ static dbk_geom dbk_geom_of(const cf_problem *p, int vl)
         g.flat_unit = g.flat_unit && g.s.in[a] == g.s.out[a];
     }
     g.flat_unit = g.flat_unit && g.flat;
-    g.in_place = g.flat_unit && p->layout == CONVFIND_LAYOUT_NCHW && g.cg % vl == 0;
+    /* In place only while one image and group's X fits in L2: its rows are read again
+     * for every group of output blocks, and beyond L2 they come back as hundreds of short
+     * runs a page or more apart, where the blocked copy is a few long streams (2 threads,
+     * Xeon, L2 2 MiB, forced, against the copy: Inception-v3's 35x35 layers, 1.0-1.4 MB
+     * of X, 0.79-0.83x the time; YOLOv5s's 128 -> 64 on 80x80, 3.3 MB, 1.12x, and
+     * DeepLabV3's 512 -> 128 on 65x65, 8.6 MB, 1.5x; ResNet-50's 256 -> 64 on 56x56,
+     * 3.2 MB, 0.95x, is left out by this bound). */
+    g.in_place = g.flat_unit && p->layout == CONVFIND_LAYOUT_NCHW && g.cg % vl == 0 &&
+                 (double)g.cg * (double)p->in_sp * sizeof(float) <= (double)cf_cpu_caches()->l2;
     if (g.flat) {
         int64_t out_sp = g.s.out[0] * g.s.out[1] * g.s.out[2];
         g.dp = g.hp = 1;

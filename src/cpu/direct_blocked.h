@@ -9,8 +9,9 @@
  *          pixels of one row read consecutive input pixels for every kernel tap, which
  *          makes the kernel's addressing independent of the stride.  A 1x1 kernel
  *          without padding stores only the pixels it reads: [n][block][out pixel][VL];
- *          one of stride 1 on NCHW with whole blocks of channels reads X in place
- *          instead, each input channel a row of pixels (cf_dbk_tile.x_ci).
+ *          one of stride 1 on NCHW with whole blocks of channels (and X within L2)
+ *          reads X in place instead, each input channel a row of pixels
+ *          (cf_dbk_tile.x_ci).
  *   weights [group][out block][in block][tap][VL in][VL out], zero-padded.
  * A tile is `np` consecutive output pixels of one row times `nb` output blocks; its
  * accumulators (nb * np vectors) stay in registers over a share of the reduction (a
