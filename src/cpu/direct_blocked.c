@@ -49,6 +49,12 @@
 /* Channel count of groups > 1 must be a multiple of this (every ISA's block divides it). */
 #define DBK_GROUP_ALIGN 16
 
+/* The vector length at which a stride-1 1x1 on NCHW reads X in place (dbk_geom_of):
+ * AVX-512's.  At AVX2 (8 lanes) reading in place measured 1.04-1.16x the time of the
+ * blocked copy (Inception-v3's 17x17 and 8x8, ResNet-50's 7x7 1x1 layers, 2 threads, Xeon,
+ * forced, in turns), where at 16 lanes the same layers took 0.82-0.91x. */
+#define DBK_IN_PLACE_VL 16
+
 /* Everything about the blocked layouts that follows from the problem and VL.
  *
  * A 1x1 kernel without padding ("flat") reads exactly one input pixel per output pixel,
@@ -167,7 +173,8 @@ static dbk_geom dbk_geom_of(const cf_problem *p, int vl)
      * of X, 0.79-0.83x the time; YOLOv5s's 128 -> 64 on 80x80, 3.3 MB, 1.12x, and
      * DeepLabV3's 512 -> 128 on 65x65, 8.6 MB, 1.5x; ResNet-50's 256 -> 64 on 56x56,
      * 3.2 MB, 0.95x, is left out by this bound). */
-    g.in_place = g.flat_unit && p->layout == CONVFIND_LAYOUT_NCHW && g.cg % vl == 0 &&
+    g.in_place = vl == DBK_IN_PLACE_VL && g.flat_unit && p->layout == CONVFIND_LAYOUT_NCHW &&
+                 g.cg % vl == 0 &&
                  (double)g.cg * (double)p->in_sp * sizeof(float) <= (double)cf_cpu_caches()->l2;
     if (g.flat) {
         int64_t out_sp = g.s.out[0] * g.s.out[1] * g.s.out[2];

@@ -10,8 +10,8 @@
  *          makes the kernel's addressing independent of the stride.  A 1x1 kernel
  *          without padding stores only the pixels it reads: [n][block][out pixel][VL];
  *          one of stride 1 on NCHW with whole blocks of channels (and X within L2)
- *          reads X in place instead, each input channel a row of pixels
- *          (cf_dbk_tile.x_ci).
+ *          reads X in place instead at 16 lanes, each input channel a row of pixels
+ *          (cf_dbk_tile.x_ci; only the AVX-512 kernel reads it).
  *   weights [group][out block][in block][tap][VL in][VL out], zero-padded.
  * A tile is `np` consecutive output pixels of one row times `nb` output blocks; its
  * accumulators (nb * np vectors) stay in registers over a share of the reduction (a

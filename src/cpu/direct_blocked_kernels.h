@@ -159,11 +159,15 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
         return; /* the driver only asks for the shapes listed in max_np */                 \
     }
 
+/* X read in place is asked for only at 16 lanes (direct_blocked.c, DBK_IN_PLACE_VL), so
+ * only the AVX-512 instance has that variant. */
 static void dbk_tile(const cf_dbk_tile *t, const cf_dbk_store *s)
 {
+#if defined(CF_SIMD_AVX512)
     if (t->x_ci)
         DBK_SWITCH(true)
     else
+#endif
         DBK_SWITCH(false)
 }
 
