@@ -67,8 +67,9 @@ typedef struct dbk_geom {
     cf_geom3 s;
     bool flat;
     bool flat_unit;            /* flat, every axis as long as its output: X's plane is Y's */
-    bool in_place;             /* flat_unit in NCHW with whole blocks: the tiles read X
-                                * where it is, a row per channel, and nothing is converted */
+    bool in_place;             /* flat_unit in NCHW with whole blocks, at 16 lanes, X within
+                                * L2 (dbk_geom_of): the tiles read X where it is, a row per
+                                * channel, and nothing is converted */
     int64_t groups, cbg, mbg;  /* groups, input / output blocks per group */
     int64_t cg, mg;            /* channels per group */
     int64_t ntaps;
