@@ -21,6 +21,7 @@
 #include "cpu/epilogue.h"
 #include "cpu/kernel_table.h"
 #include "util/error.h"
+#include "util/prefetch.h"
 
 /* Multiply-adds below which a product is not split among threads (run_gemm). */
 #define CF_SGEMM_SHARE_MIN_MACS 32768
@@ -312,16 +313,18 @@ static void do_tiles(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_
 static void prefetch_panel(const float *p, size_t floats)
 {
     for (size_t i = 0; i < floats; i += 64 / sizeof(float))
-        __builtin_prefetch(p + i, 0, 2);
+        cf_prefetch_l2(p + i);
 }
 
-/* Asks for rows [r0, r1) of the B tile at column j (K slice from k0) into L2. */
+/* Asks for rows [r0, r1) of the B tile at column j (K slice from k0) into L2: its
+ * columns up to the end of j's panel and of B (B read in place ends at column n). */
 static void prefetch_b_rows(const gemm_job *g, size_t j, size_t k0, size_t r0, size_t r1)
 {
-    const float *b = g->pb + j / (size_t)g->kern->nr * g->b_panel + j % (size_t)g->kern->nr +
-                     k0 * g->ldb;
+    const size_t nr = (size_t)g->kern->nr;
+    const float *b = g->pb + j / nr * g->b_panel + j % nr + k0 * g->ldb;
+    size_t cols = nr - j % nr < g->n - j ? nr - j % nr : g->n - j;
     for (size_t r = r0; r < r1; r++)
-        prefetch_panel(b + r * g->ldb, (size_t)g->kern->nr);
+        prefetch_panel(b + r * g->ldb, cols);
 }
 
 static void gemm_task(void *arg, size_t index)
