@@ -383,6 +383,8 @@ typedef struct dbk_job {
     const cf_dbk_tap *tap; /* every kernel tap, in W's order */
     int nb, np;        /* tile shape: output blocks per task, pixels per tile */
     int64_t fit_taps;  /* taps of nb output blocks whose weights fit a share */
+    bool w_refetch;    /* a task's weights exceed half of L2: each run of its tiles reads
+                        * them from beyond (dbk_weights_ahead) */
     int64_t nobg;      /* groups of nb output blocks per group */
     int64_t tpr;       /* tiles per output row */
     int64_t bands;     /* compute tasks per (image, group, block group), each a run of tiles */
@@ -643,6 +645,44 @@ static void dbk_choose_share(const dbk_job *job, const dbk_box *read, int64_t *s
     }
 }
 
+/* Packed weights to bring into L2 ahead of their use: `floats` floats (whole cache
+ * lines) from w on, for each of the tile's output blocks; none where w is NULL. */
+typedef struct dbk_ahead {
+    const float *w;
+    int64_t floats;
+} dbk_ahead;
+
+/* The weights of the share that follows share (input blocks [cb, cb + ncb), taps
+ * [k, k + nt)) in a reduction up to input block cb1, for tiles whose first output block's
+ * weights start at first->w.  In a network's pass each layer's weights were last read a
+ * whole pass ago, from memory, and the first tile of each share waited for them
+ * (ResNet-50's 7x7 and 14x14 1x1 and 3x3 layers: 1.2-1.35x their time with the weights in
+ * cache); asked for while the share before computes, they arrive in time.  Only for the
+ * band's first tiles (`first_tiles`), unless the task's weights do not stay in L2
+ * (w_refetch): later tiles find them there, and asking again cost YOLOv5s's stride-2 3x3
+ * layers 3-6% of their time.  Not across tasks: asking for the next task's first share
+ * changed nothing in a pass of ResNet-50 and cost MobileNetV2's 7x7 1x1 layers 5-15%. */
+static dbk_ahead dbk_weights_ahead(const dbk_job *job, const cf_dbk_tile *first, int64_t cb,
+                                   int ncb, int64_t cb1, int64_t k, int nt, int64_t share_cb,
+                                   int64_t share_taps, bool first_tiles)
+{
+    const dbk_geom *g = job->g;
+    const int64_t tap_floats = g->vl * g->vl, w_cb = first->w_cb;
+    dbk_ahead a = {.w = NULL, .floats = 0};
+    if (!first_tiles && !job->w_refetch)
+        return a;
+    if (k + nt < g->ntaps) {
+        int64_t next = g->ntaps - k - nt < share_taps ? g->ntaps - k - nt : share_taps;
+        a.w = first->w + cb * w_cb + (k + nt) * tap_floats;
+        a.floats = next * tap_floats;
+    } else if (cb + ncb < cb1) {
+        int64_t next = cb1 - cb - ncb < share_cb ? cb1 - cb - ncb : share_cb;
+        a.w = first->w + (cb + ncb) * w_cb;
+        a.floats = share_taps == g->ntaps ? next * w_cb : share_taps * tap_floats;
+    }
+    return a;
+}
+
 /* One band (a run of consecutive tiles of the output plane) of one image and group for
  * one group of up to nb output blocks.  Up to DBK_SHARE_TILES tiles at a time go through
  * the reduction share by share, so each share's weights are read from L1 by all of them
@@ -678,7 +718,8 @@ static void dbk_band(const dbk_job *job, size_t index)
                                      : job->kpart + (size_t)(((n * g->groups + grp) * job->nobg +
                                                               obg) * tiles) *
                                                         (size_t)job->ksplit * slot;
-    for (int64_t t0 = band * tiles / job->bands; t0 < t1; t0 += DBK_SHARE_TILES) {
+    const int64_t t_first = band * tiles / job->bands;
+    for (int64_t t0 = t_first; t0 < t1; t0 += DBK_SHARE_TILES) {
         int64_t tn = t1 - t0 < DBK_SHARE_TILES ? t1 - t0 : DBK_SHARE_TILES;
         /* A tile's place is the same in every share: found once, narrowed per share. */
         cf_dbk_tile whole[DBK_SHARE_TILES];
@@ -703,8 +744,15 @@ static void dbk_band(const dbk_job *job, size_t index)
             for (int64_t k = 0; k < g->ntaps; k += share_taps) {
                 int nt = (int)(g->ntaps - k < share_taps ? g->ntaps - k : share_taps);
                 bool last = cb + ncb == cb1 && k + nt == g->ntaps;
+                dbk_ahead ahead = dbk_weights_ahead(job, &whole[0], cb, ncb, cb1, k, nt,
+                                                    share_cb, share_taps, t0 == t_first);
+                const int64_t line = CF_DBK_PF_BYTES / sizeof(float), lines = ahead.floats / line;
                 for (int64_t i = 0; i < tn; i++) {
                     cf_dbk_tile tl = whole[i];
+                    /* Each tile asks for its part of them. */
+                    int64_t lo = i * lines / tn;
+                    tl.pf = ahead.w ? ahead.w + lo * line : NULL;
+                    tl.pf_lines = (int)((i + 1) * lines / tn - lo);
                     tl.x += cb * g->x_cb;
                     tl.w += cb * tl.w_cb;
                     tl.ncb = ncb;
@@ -890,6 +938,8 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     job.bands_outer = job.bands > 1 && job.nobg > 1 &&
                       w_floats < DBK_WEIGHTS_PER_INPUT * x_floats;
     job.tasks = job.part_tasks * (size_t)job.ksplit;
+    job.w_refetch = (double)job.nb * g.vl * g.vl * (double)(g.ntaps * g.cbg / job.ksplit) *
+                        sizeof(float) > cf_cpu_caches()->l2 / 2;
     cf_share claims[DBK_CLAIM_SLOTS];
     job.claims = claims;
     job.nclaims = job.tasks < DBK_CLAIM_SLOTS ? job.tasks : DBK_CLAIM_SLOTS;

@@ -29,6 +29,11 @@
 /* Longest pixel run of one tile, on every ISA. */
 #define CF_DBK_MAX_NP 14
 
+/* Bytes between a tile's prefetches (cf_dbk_tile.pf): a cache line.  One per 128 bytes,
+ * leaving the other line of each pair to the L2's adjacent-line prefetcher, lost the whole
+ * gain in a ResNet-50 pass on the Xeon. */
+#define CF_DBK_PF_BYTES 64
+
 /* One kernel tap as a tile reads it: its input's offset from the tile's x and its
  * packed weights' offset from the tile's w, both in floats. */
 typedef struct cf_dbk_tap {
@@ -51,6 +56,11 @@ typedef struct cf_dbk_tile {
                            * x[p * VL + ci]; otherwise X read in place (an NCHW 1x1 of
                            * stride 1), channel rows x_ci floats apart: x[ci * x_ci + p] */
     int nb, np;           /* out blocks (1..4) and pixels (1..max_np[nb]) */
+    /* Packed weights a later share reads, to be brought into L2 while this one computes
+     * (NULL: none): pf_lines cache lines from pf on for each of the nb output blocks, w_ob
+     * floats apart, asked for a few at a time over the tile's reduction steps. */
+    const float *pf;
+    int pf_lines;
     /* A reduction split into shares: the partial sums to start from (NULL: zero) and
      * where to leave them (NULL: this share is the last, store through the epilogue).
      * Both hold nb * np vectors, [block][pixel][VL], VL-aligned; they may be the same. */

@@ -10,6 +10,7 @@
  */
 #include "cpu/direct_blocked.h"
 #include "cpu/simd.h"
+#include "util/prefetch.h"
 
 #if defined(__GNUC__)
 #define DBK_INLINE static inline __attribute__((always_inline))
@@ -88,6 +89,18 @@ static void dbk_store(const cf_dbk_store *s, const float *buf, int nb, int np)
 
 #undef DBK_STORE_ACT
 
+/* The prefetches of reduction step `step` (an input block and tap): the next `per`
+ * lines of each output block's (per: pf_lines spread over the ncb * ntaps steps), so
+ * that few are in flight at a time. */
+DBK_INLINE void dbk_prefetch_step(const cf_dbk_tile *t, int step, int per)
+{
+    const int line = CF_DBK_PF_BYTES / (int)sizeof(float);
+    int lo = step * per, hi = lo + per < t->pf_lines ? lo + per : t->pf_lines;
+    for (int j = 0; j < t->nb; j++)
+        for (int l = lo; l < hi; l++)
+            cf_prefetch_l2(t->pf + j * t->w_ob + l * line);
+}
+
 /* Computes the tile's sums over its share of the reduction (starting from zero or from
  * the partial sums in acc_in), then saves them to acc_out or, when the share is the
  * last, stores them through the epilogue.  `rows` (a constant at every call): X is read
@@ -104,11 +117,15 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
         for (int p = 0; p < np; p++)
             acc[j][p] = t->acc_in ? cf_vload(t->acc_in + (j * np + p) * CF_VL) : cf_vzero();
 
+    const int steps = t->ncb * t->ntaps;
+    const int pf_per = t->pf && steps ? (t->pf_lines + steps - 1) / steps : 0;
     for (int cb = 0; cb < t->ncb; cb++) {
         const float *xc = t->x + cb * t->x_cb;
         const float *w = t->w + cb * t->w_cb;
         for (int k = 0; k < t->ntaps; k++) {
             const float *xp = xc + t->tap[k].x, *wk = w + t->tap[k].w;
+            if (pf_per)
+                dbk_prefetch_step(t, cb * t->ntaps + k, pf_per);
 #pragma GCC unroll 2
             for (int ci = 0; ci < CF_VL; ci++) {
                 const float *xr = rows ? xp + ci * t->x_ci : xp + ci;
