@@ -105,6 +105,7 @@ typedef struct dbk_geom {
  * reduction may be split (`split`), each part's partial sums and a counter per band. */
 typedef struct dbk_ws {
     size_t x, tap, w, part, done;
+    int nb, np;        /* the tile (dbk_choose_tile) the partial sums are sized for */
     bool split;
     cf_ws total;
 } dbk_ws;
@@ -222,8 +223,8 @@ static dbk_ws dbk_ws_of(const cf_problem *p, const dbk_geom *g, const cf_dbk_ker
     w.x = cf_ws_take(t, x_floats, sizeof(float));
     w.tap = cf_ws_take(t, (size_t)g->ntaps, sizeof(cf_dbk_tap));
     w.w = cf_ws_take(t, w_floats, sizeof(float));
-    int nb, np;
-    dbk_choose_tile(k, g, &nb, &np);
+    dbk_choose_tile(k, g, &w.nb, &w.np);
+    const int nb = w.nb, np = w.np;
     size_t slots = cf_ws_mul(t, cf_ws_mul(t, (size_t)p->n, (size_t)g->groups),
                              cf_ws_mul(t, (size_t)((g->mbg + nb - 1) / nb),
                                        (size_t)dbk_tiles(g, np)));
@@ -877,7 +878,8 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
 
     dbk_job job = {.p = p, .g = &g, .k = k, .a = a, .xb = (float *)(base + ws.x), .wp = wp,
                    .tap = tap};
-    dbk_choose_tile(k, &g, &job.nb, &job.np);
+    job.nb = ws.nb;
+    job.np = ws.np;
     if ((size_t)(job.nb * job.np * g.vl) > DBK_SLOT_MAX) /* a kernel table out of step */
         return cf_fail(CONVFIND_ERR_BACKEND, "cpu.direct_blocked tile %d x %d exceeds its "
                        "partial-sum slots", job.nb, job.np);
