@@ -657,8 +657,8 @@ typedef struct dbk_ahead {
  * [k, k + nt)) in a reduction up to input block cb1, for tiles whose first output block's
  * weights start at first->w.  In a network's pass each layer's weights were last read a
  * whole pass ago, from memory, and the first tile of each share waited for them
- * (ResNet-50's 7x7 and 14x14 1x1 and 3x3 layers: 1.2-1.35x their time with the weights in
- * cache); asked for while the share before computes, they arrive in time.  Only for the
+ * (ResNet-50's 7x7 and 14x14 layers, 2 threads, Xeon: 1.1-1.5x their time with the weights
+ * in cache); asked for while the share before computes, they arrive in time.  Only for the
  * band's first tiles (`first_tiles`), unless the task's weights do not stay in L2
  * (w_refetch): later tiles find them there, and asking again cost YOLOv5s's stride-2 3x3
  * layers 3-6% of their time.  Not across tasks: asking for the next task's first share
