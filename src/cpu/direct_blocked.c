@@ -6,7 +6,8 @@
  * active ISA level, (2) copy X into the padded, blocked, phase-split layout (for a 1x1
  * kernel without padding: only the pixels it reads, densely; for a 1x1 of stride 1 on
  * NCHW with whole blocks of channels and X within L2: nothing, the tiles read X's channel
- * rows where they are), (3) run one task per
+ * rows where they are; for a 2-D input many times L2: a slab of rows at a time, each
+ * computed at once, see dbk_slabs), (3) run one task per
  * (image, group, group of output blocks, band of the output plane): each walks its band
  * in tiles whose sums stay in registers over a share of the reduction (as many input
  * blocks or taps as keep their weights in L1; a few tiles take turns with each share), then
@@ -404,6 +405,12 @@ typedef struct dbk_job {
     cf_share *claims;  /* the conversion shares dealt over nclaims slots (util/shares.h) */
     size_t nclaims;    /* claim slots: compute task i claims from slot i * nclaims / tasks */
     atomic_size_t converted;  /* conversion shares finished */
+    /* Slabs instead of a blocked copy of all of X (dbk_slabs; slab_tasks 0: none). */
+    size_t slab_tasks;  /* tasks, each with its own slab, in turn at the start of xb */
+    size_t slab;        /* floats per slab */
+    int64_t slab_rows;  /* padded input rows per input block in a slab */
+    int64_t slab_out;   /* output rows computed from one slab at most */
+    int64_t slab_parts; /* runs of output rows per (image, group), shared among the tasks */
 } dbk_job;
 
 /* Copies the pixels iw in [iw_lo, iw_hi) of one input row (src: that row's pixel 0 in
@@ -434,39 +441,35 @@ static void dbk_convert_run(const dbk_job *job, float *dst, const float *src, in
     }
 }
 
-/* Converts input row `u` of all images' blocks (row u % crows of block u / crows). */
-static void dbk_convert_row(const dbk_job *job, int64_t u)
+/* X at the first channel of input block `blk` (of all images' blocks, in order), with
+ * its lanes (channels of that block that exist) and the floats between its pixels. */
+static const float *dbk_block_src(const dbk_job *job, int64_t blk, int *lanes, ptrdiff_t *px)
 {
     const cf_problem *p = job->p;
     const dbk_geom *g = job->g;
-    const cf_geom3 *s = &g->s;
     int vl = g->vl;
-    int64_t row = u % g->crows, blk = u / g->crows;
     int64_t b = blk % (g->groups * g->cbg), n = blk / (g->groups * g->cbg);
     int64_t c0 = (b / g->cbg) * g->cg + (b % g->cbg) * vl; /* first channel of the block */
-    int lanes = (int)(g->cg - (b % g->cbg) * vl < vl ? g->cg - (b % g->cbg) * vl : vl);
+    *lanes = (int)(g->cg - (b % g->cbg) * vl < vl ? g->cg - (b % g->cbg) * vl : vl);
     bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
-    const float *x = (const float *)job->a->x + (nhwc ? n * p->in_sp * p->c + c0
-                                                      : (n * p->c + c0) * p->in_sp);
-    ptrdiff_t px = nhwc ? (ptrdiff_t)p->c : 1; /* floats between pixels of X */
-    float *dst = job->xb + (size_t)blk * (size_t)g->x_cb;
+    *px = nhwc ? (ptrdiff_t)p->c : 1;
+    return (const float *)job->a->x + (nhwc ? n * p->in_sp * p->c + c0
+                                            : (n * p->c + c0) * p->in_sp);
+}
 
-    if (g->flat) {
-        /* Every converted pixel is read and every lane written: no zero fill. */
-        if (g->flat_unit) {
-            dbk_convert_run(job, dst, x, lanes, 0, p->in_sp, 0, 1, 1);
-            return;
-        }
-        int64_t od = row / s->out[1], oh = row % s->out[1];
-        int64_t sp = (od * s->stride[0] * s->in[1] + oh * s->stride[1]) * s->in[2];
-        dbk_convert_run(job, dst + row * s->out[2] * vl, x + sp * px, lanes, 0,
-                        (s->out[2] - 1) * s->stride[2] + 1, 0, s->stride[2], 1);
-        return;
-    }
-    dst += row * g->rs;
+/* Converts padded input row `row` (of dp x hp) of input block `blk` into dst, that row's
+ * place, for kernels other than flat ones. */
+static void dbk_convert_padded_row(const dbk_job *job, int64_t blk, int64_t row, float *dst)
+{
+    const dbk_geom *g = job->g;
+    const cf_geom3 *s = &g->s;
+    int vl = g->vl;
     int64_t id = row / g->hp - s->pad[0], ih = row % g->hp - s->pad[1];
     if (id < 0 || id >= s->in[0] || ih < 0 || ih >= s->in[1])
         return; /* a padding row: no tile reads it (dbk_tile_at leaves out its taps) */
+    int lanes;
+    ptrdiff_t px;
+    const float *x = dbk_block_src(job, blk, &lanes, &px);
     int64_t sw = s->stride[2], wp_max = g->wq * sw;
     int64_t iw_lo = s->pad[2] > 0 ? 0 : -s->pad[2];
     int64_t iw_hi = s->in[2] < wp_max - s->pad[2] ? s->in[2] : wp_max - s->pad[2];
@@ -476,6 +479,32 @@ static void dbk_convert_row(const dbk_job *job, int64_t u)
             memset(dst + (wp % sw * g->wq + wp / sw) * vl, 0, (size_t)vl * sizeof(float));
     dbk_convert_run(job, dst, x + (id * s->in[1] + ih) * s->in[2] * px, lanes, iw_lo, iw_hi,
                     s->pad[2], sw, sw);
+}
+
+/* Converts input row `u` of all images' blocks (row u % crows of block u / crows) into
+ * the blocked copy of X. */
+static void dbk_convert_row(const dbk_job *job, int64_t u)
+{
+    const dbk_geom *g = job->g;
+    const cf_geom3 *s = &g->s;
+    int64_t row = u % g->crows, blk = u / g->crows;
+    float *dst = job->xb + (size_t)blk * (size_t)g->x_cb;
+    if (!g->flat) {
+        dbk_convert_padded_row(job, blk, row, dst + row * g->rs);
+        return;
+    }
+    /* Every converted pixel is read and every lane written: no zero fill. */
+    int lanes;
+    ptrdiff_t px;
+    const float *x = dbk_block_src(job, blk, &lanes, &px);
+    if (g->flat_unit) {
+        dbk_convert_run(job, dst, x, lanes, 0, job->p->in_sp, 0, 1, 1);
+        return;
+    }
+    int64_t od = row / s->out[1], oh = row % s->out[1];
+    int64_t sp = (od * s->stride[0] * s->in[1] + oh * s->stride[1]) * s->in[2];
+    dbk_convert_run(job, dst + row * s->out[2] * g->vl, x + sp * px, lanes, 0,
+                    (s->out[2] - 1) * s->stride[2] + 1, 0, s->stride[2], 1);
 }
 
 /* One contiguous run of the input rows, an equal share of all of them, in the order the
@@ -545,25 +574,43 @@ static int dbk_box_taps(const dbk_job *job, const dbk_box *b, int64_t k, int64_t
     return n;
 }
 
-/* One tile's place: its input, weights and output, and the reduction it spans. */
-static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0, int64_t t,
-                        cf_dbk_tile *tl, cf_dbk_store *st, dbk_box *box)
+/* Where the tiles of one (image, group) find its input: block 0's padded input row row0
+ * at x, x_cb floats between blocks.  The blocked copy of X (row0 0), a slab of a few of
+ * its rows (dbk_slab_task), or X itself (in place: x_cb is VL channel rows). */
+typedef struct dbk_xview {
+    const float *x;
+    ptrdiff_t x_cb;
+    int64_t row0;
+} dbk_xview;
+
+/* The view of (image, group) n, grp in the blocked copy of X, or in X where read in place. */
+static dbk_xview dbk_view_whole(const dbk_job *job, int64_t n, int64_t grp)
+{
+    const cf_problem *p = job->p;
+    const dbk_geom *g = job->g;
+    if (g->in_place)
+        return (dbk_xview){(const float *)job->a->x + (size_t)((n * p->c + grp * g->cg) * p->in_sp),
+                           (ptrdiff_t)(g->vl * p->in_sp), 0};
+    return (dbk_xview){job->xb + (size_t)((n * g->groups + grp) * g->cbg) * (size_t)g->x_cb,
+                       (ptrdiff_t)g->x_cb, 0};
+}
+
+/* One tile's place: its input (in view v), weights and output, and the reduction it spans. */
+static void dbk_tile_at(const dbk_job *job, const dbk_xview *v, int64_t n, int64_t grp,
+                        int64_t ob0, int64_t t, cf_dbk_tile *tl, cf_dbk_store *st, dbk_box *box)
 {
     const cf_problem *p = job->p;
     const dbk_geom *g = job->g;
     const cf_geom3 *s = &g->s;
     int vl = g->vl;
-    const float *xg = g->in_place
-                          ? (const float *)job->a->x + (size_t)((n * p->c + grp * g->cg) * p->in_sp)
-                          : job->xb + (size_t)((n * g->groups + grp) * g->cbg) * (size_t)g->x_cb;
     int64_t w_ob = g->cbg * g->ntaps * vl * vl;
     bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
     int64_t r = t / job->tpr, ow0 = t % job->tpr * job->np;
     int np = g->row_len - ow0 < job->np ? (int)(g->row_len - ow0) : job->np;
     int64_t od = r / s->out[1], oh = r % s->out[1];
-    const float *xrow = g->flat ? xg
-                                : xg + (size_t)((od * s->stride[0] * g->hp +
-                                                 oh * s->stride[1]) * g->rs);
+    const float *xrow = g->flat ? v->x
+                                : v->x + (size_t)((od * s->stride[0] * g->hp +
+                                                   oh * s->stride[1] - v->row0) * g->rs);
     int64_t px = r * g->row_len + ow0; /* the tile's first pixel in the output plane */
     /* The last group may hold fewer blocks (np fits: max_np never increases). */
     int nb = g->mbg - ob0 < job->nb ? (int)(g->mbg - ob0) : job->nb;
@@ -588,7 +635,7 @@ static void dbk_tile_at(const dbk_job *job, int64_t n, int64_t grp, int64_t ob0,
         .tap = job->tap,
         .ntaps = (int)g->ntaps,
         .ncb = (int)g->cbg,
-        .x_cb = g->in_place ? (ptrdiff_t)(vl * p->in_sp) : (ptrdiff_t)g->x_cb,
+        .x_cb = v->x_cb,
         .x_ci = g->in_place ? (ptrdiff_t)p->in_sp : 0,
         .w = job->wp + (size_t)((grp * g->mbg + ob0) * w_ob),
         .w_cb = (ptrdiff_t)(g->ntaps * vl * vl),
@@ -684,42 +731,20 @@ static dbk_ahead dbk_weights_ahead(const dbk_job *job, const cf_dbk_tile *first,
     return a;
 }
 
-/* One band (a run of consecutive tiles of the output plane) of one image and group for
- * one group of up to nb output blocks.  Up to DBK_SHARE_TILES tiles at a time go through
- * the reduction share by share, so each share's weights are read from L1 by all of them
- * instead of from L2 by each; their partial sums wait in `part` between shares. */
-static void dbk_band(const dbk_job *job, size_t index)
+/* Tiles [t_first, t1) of the output plane of image n, group grp, for output block group
+ * obg, over input blocks [cb0, cb1) of the reduction, reading their input in view v.  Up
+ * to DBK_SHARE_TILES tiles at a time go through the reduction share by share, so each
+ * share's weights are read from L1 by all of them instead of from L2 by each; their
+ * partial sums wait in `part` between shares.  kslots: where the reduction is split, the
+ * tiles' slots of partial sums, one per part, part kp's for this call; NULL otherwise. */
+static void dbk_run_tiles(const dbk_job *job, const dbk_xview *v, int64_t n, int64_t grp,
+                          int64_t obg, int64_t cb0, int64_t cb1, int64_t kp, int64_t t_first,
+                          int64_t t1, float *kslots)
 {
     const dbk_geom *g = job->g;
-    int vl = g->vl;
-    const int64_t kp = (int64_t)(index / job->part_tasks);
-    const int64_t cb0 = kp * g->cbg / job->ksplit, cb1 = (kp + 1) * g->cbg / job->ksplit;
-    int64_t rest = (int64_t)(index % job->part_tasks), band, obg;
-    if (job->bands_outer) {
-        obg = rest % job->nobg;
-        rest /= job->nobg;
-        band = rest % job->bands;
-        rest /= job->bands;
-    } else {
-        band = rest % job->bands;
-        rest /= job->bands;
-        obg = rest % job->nobg;
-        rest /= job->nobg;
-    }
-    int64_t grp = rest % g->groups;
-    int64_t n = rest / g->groups;
-
     float part[DBK_SHARE_TILES * DBK_SLOT_MAX] __attribute__((aligned(64)));
     cf_dbk_tap list[DBK_SHARE_TAPS_MAX]; /* a share's taps that a tile reads input with */
-    size_t slot = (size_t)(job->nb * job->np * vl);
-    int64_t tiles = g->rows * job->tpr;
-    int64_t t1 = (band + 1) * tiles / job->bands;
-    /* Where the reduction is split, this tile's slots: one per part. */
-    float *kslots = job->ksplit == 1 ? NULL
-                                     : job->kpart + (size_t)(((n * g->groups + grp) * job->nobg +
-                                                              obg) * tiles) *
-                                                        (size_t)job->ksplit * slot;
-    const int64_t t_first = band * tiles / job->bands;
+    size_t slot = (size_t)(job->nb * job->np * g->vl);
     for (int64_t t0 = t_first; t0 < t1; t0 += DBK_SHARE_TILES) {
         int64_t tn = t1 - t0 < DBK_SHARE_TILES ? t1 - t0 : DBK_SHARE_TILES;
         /* A tile's place is the same in every share: found once, narrowed per share. */
@@ -728,7 +753,7 @@ static void dbk_band(const dbk_job *job, size_t index)
         dbk_box box[DBK_SHARE_TILES];
         dbk_box read = {.full = true}; /* the box around every tile's */
         for (int64_t i = 0; i < tn; i++) {
-            dbk_tile_at(job, n, grp, obg * job->nb, t0 + i, &whole[i], &st[i], &box[i]);
+            dbk_tile_at(job, v, n, grp, obg * job->nb, t0 + i, &whole[i], &st[i], &box[i]);
             for (int a = 0; a < 3; a++) {
                 read.lo[a] = i == 0 || box[i].lo[a] < read.lo[a] ? box[i].lo[a] : read.lo[a];
                 read.hi[a] = i == 0 || box[i].hi[a] > read.hi[a] ? box[i].hi[a] : read.hi[a];
@@ -754,7 +779,7 @@ static void dbk_band(const dbk_job *job, size_t index)
                     int64_t lo = i * lines / tn;
                     tl.pf = ahead.w ? ahead.w + lo * line : NULL;
                     tl.pf_lines = (int)((i + 1) * lines / tn - lo);
-                    tl.x += cb * g->x_cb;
+                    tl.x += cb * tl.x_cb;
                     tl.w += cb * tl.w_cb;
                     tl.ncb = ncb;
                     tl.tap = box[i].full ? job->tap + k : list;
@@ -772,6 +797,40 @@ static void dbk_band(const dbk_job *job, size_t index)
             }
         }
     }
+}
+
+/* One band (a run of consecutive tiles of the output plane) of one image and group for
+ * one group of up to nb output blocks, over one part of the reduction (all of it unless
+ * it is split), in the blocked copy of X or in X itself. */
+static void dbk_band(const dbk_job *job, size_t index)
+{
+    const dbk_geom *g = job->g;
+    const int64_t kp = (int64_t)(index / job->part_tasks);
+    const int64_t cb0 = kp * g->cbg / job->ksplit, cb1 = (kp + 1) * g->cbg / job->ksplit;
+    int64_t rest = (int64_t)(index % job->part_tasks), band, obg;
+    if (job->bands_outer) {
+        obg = rest % job->nobg;
+        rest /= job->nobg;
+        band = rest % job->bands;
+        rest /= job->bands;
+    } else {
+        band = rest % job->bands;
+        rest /= job->bands;
+        obg = rest % job->nobg;
+        rest /= job->nobg;
+    }
+    int64_t grp = rest % g->groups;
+    int64_t n = rest / g->groups;
+    size_t slot = (size_t)(job->nb * job->np * g->vl);
+    int64_t tiles = g->rows * job->tpr;
+    int64_t t1 = (band + 1) * tiles / job->bands;
+    /* Where the reduction is split, this band's tiles' slots: one per part. */
+    float *kslots = job->ksplit == 1 ? NULL
+                                     : job->kpart + (size_t)(((n * g->groups + grp) * job->nobg +
+                                                              obg) * tiles) *
+                                                        (size_t)job->ksplit * slot;
+    dbk_xview v = dbk_view_whole(job, n, grp);
+    dbk_run_tiles(job, &v, n, grp, obg, cb0, cb1, kp, band * tiles / job->bands, t1, kslots);
     /* The part that finishes the band last adds up the others' sums and stores them. */
     if (job->ksplit > 1 &&
         atomic_fetch_add_explicit(&job->kdone[index % job->part_tasks], 1,
@@ -784,12 +843,122 @@ static void dbk_band(const dbk_job *job, size_t index)
             cf_dbk_tile tl;
             cf_dbk_store st;
             dbk_box box;
-            dbk_tile_at(job, n, grp, obg * job->nb, t, &tl, &st, &box);
+            dbk_tile_at(job, &v, n, grp, obg * job->nb, t, &tl, &st, &box);
             tl.ntaps = tl.ncb = 0;
             tl.acc_in = sum;
             tl.acc_out = NULL;
             job->k->tile(&tl, &st);
         }
+}
+
+/* ---- slabs: a few rows of X at a time, for inputs far beyond L2 -------------------- */
+
+/* A slab holds at most this part of L2.  With a quarter (2 MB L2), U-Net's 64-channel
+ * 570x570 layer had slabs of one output row, three input rows of which two were moved
+ * each time, and gained nothing; with half, five output rows, and 0.94x the time. */
+#define DBK_SLAB_L2_PART 2
+
+/* Slabs are used where one (image, group)'s blocked input is at least this many times L2. */
+#define DBK_SLAB_X_L2 4
+
+/* Whether job's execution converts X a slab at a time (dbk_slab_task), and if so sets
+ * up the slabs.  Converting all of X first, as the other executions do, sends a copy
+ * beyond L2 to memory and reads it back for the tiles: on U-Net's 570x570 and 392x392
+ * layers (64 and 128 channels, 80 MB) leaving the conversion out altogether took 15-18%
+ * off the time, and slabs 6-9% (2 threads, Xeon, forced).  A slab holds the padded input rows of a few output rows of every input block
+ * of one (image, group), and is computed for every group of output blocks while it is
+ * in L2; the next slab of the same task keeps the rows the two share.  Only for
+ * kernels that read rows (not flat), over a 2-D or 1-D plane (input rows then follow
+ * each other), with the group's packed weights within half of L2 beside the slab.
+ * Slabs live in the workspace of the blocked copy, one per task; with fewer slabs
+ * than threads there, the copy is used. */
+static bool dbk_slabs(dbk_job *job, size_t want, int threads)
+{
+    const cf_problem *p = job->p;
+    const dbk_geom *g = job->g;
+    const cf_geom3 *s = &g->s;
+    const double l2 = (double)cf_cpu_caches()->l2;
+    const double block_row = (double)g->cbg * (double)g->rs * sizeof(float);
+    const double x_bytes = (double)g->x_cb * (double)g->cbg * sizeof(float);
+    const double w_bytes = (double)(g->mbg * g->cbg * g->ntaps) * g->vl * g->vl * sizeof(float);
+    if (g->flat || g->in_place || s->in[0] != 1 || s->out[0] != 1 ||
+        x_bytes < DBK_SLAB_X_L2 * l2 || w_bytes > l2 / 2)
+        return false;
+    const int64_t sh = s->stride[1], reach = (s->k[1] - 1) * s->dil[1] + 1, out = s->out[1];
+    const int64_t fit = (int64_t)(l2 / DBK_SLAB_L2_PART / block_row);
+    /* The rows one slab keeps from the last are moved, so at most half of them: not
+     * for tall kernels on wide rows (DeepSpeech2's first layer, 41 rows of 64 KB: 1.09x
+     * the time with slabs of 41 rows moving 39). */
+    if (fit < reach || fit < 2 * (reach - sh))
+        return false;
+    int64_t slab_out = (fit - reach) / sh + 1;
+    slab_out = slab_out < out ? slab_out : out;
+    const int64_t slab_rows = (slab_out - 1) * sh + reach;
+    const size_t slab = (size_t)(g->cbg * slab_rows * g->rs);
+    const size_t planes = (size_t)(p->n * g->groups);
+    const size_t most_parts = (size_t)((out + slab_out - 1) / slab_out);
+    size_t parts = (want + planes - 1) / planes;
+    parts = parts < most_parts ? parts : most_parts;
+    size_t tasks = planes * parts < want ? planes * parts : want;
+    const size_t room = (size_t)(g->cbg * g->x_cb) * (size_t)p->n * (size_t)g->groups / slab;
+    tasks = tasks < room ? tasks : room;
+    if (tasks < (size_t)threads)
+        return false;
+    job->slab_tasks = tasks;
+    job->slab = slab;
+    job->slab_rows = slab_rows;
+    job->slab_out = slab_out;
+    job->slab_parts = (int64_t)parts;
+    return true;
+}
+
+/* Converts padded input rows [r0, r1) of every input block of (image, group) ng into
+ * `slab`, whose first row is padded row `first`. */
+static void dbk_slab_convert(const dbk_job *job, float *slab, int64_t first, int64_t ng,
+                             int64_t r0, int64_t r1)
+{
+    const dbk_geom *g = job->g;
+    for (int64_t b = 0; b < g->cbg; b++)
+        for (int64_t r = r0; r < r1; r++)
+            dbk_convert_padded_row(job, ng * g->cbg + b, r,
+                                   slab + (size_t)((b * job->slab_rows + r - first) * g->rs));
+}
+
+/* Task `index` of a slab execution: its own run of the (image, group, run of output
+ * rows) units, each a slab at a time, every group of output blocks per slab. */
+static void dbk_slab_task(void *arg, size_t index)
+{
+    const dbk_job *job = arg;
+    const dbk_geom *g = job->g;
+    const cf_geom3 *s = &g->s;
+    const int64_t sh = s->stride[1], reach = (s->k[1] - 1) * s->dil[1] + 1, out = s->out[1];
+    const size_t units = (size_t)(job->p->n * g->groups * job->slab_parts);
+    float *slab = job->xb + index * job->slab;
+    const ptrdiff_t slab_cb = (ptrdiff_t)(job->slab_rows * g->rs);
+    for (size_t u = index * units / job->slab_tasks; u < (index + 1) * units / job->slab_tasks;
+         u++) {
+        const int64_t part = (int64_t)u % job->slab_parts, ng = (int64_t)u / job->slab_parts;
+        const int64_t o0 = part * out / job->slab_parts, o1 = (part + 1) * out / job->slab_parts;
+        int64_t have0 = 0, have1 = 0; /* the padded rows in the slab */
+        for (int64_t s0 = o0; s0 < o1; s0 += job->slab_out) {
+            const int64_t s1 = o1 - s0 < job->slab_out ? o1 : s0 + job->slab_out;
+            const int64_t r0 = s0 * sh, r1 = (s1 - 1) * sh + reach;
+            int64_t from = r0;
+            if (have1 > r0 && have0 < r0) { /* keep the rows this slab shares with the last */
+                for (int64_t b = 0; b < g->cbg; b++)
+                    memmove(slab + b * slab_cb, slab + b * slab_cb + (r0 - have0) * g->rs,
+                            (size_t)((have1 - r0) * g->rs) * sizeof(float));
+                from = have1;
+            }
+            dbk_slab_convert(job, slab, r0, ng, from, r1);
+            have0 = r0;
+            have1 = r1;
+            dbk_xview v = {slab, slab_cb, r0};
+            for (int64_t obg = 0; obg < job->nobg; obg++)
+                dbk_run_tiles(job, &v, ng / g->groups, ng % g->groups, obg, 0, g->cbg, 0,
+                              s0 * job->tpr, s1 * job->tpr, NULL);
+        }
+    }
 }
 
 /* ---- both passes in one parallel loop --------------------------------------------- */
@@ -942,6 +1111,10 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     job.tasks = job.part_tasks * (size_t)job.ksplit;
     job.w_refetch = (double)job.nb * g.vl * g.vl * (double)(g.ntaps * g.cbg / job.ksplit) *
                         sizeof(float) > cf_cpu_caches()->l2 / 2;
+    if (job.ksplit == 1 && dbk_slabs(&job, want, cf_threadpool_size(a->pool))) {
+        cf_parallel_for(a->pool, job.slab_tasks, dbk_slab_task, &job);
+        return CONVFIND_OK;
+    }
     cf_share claims[DBK_CLAIM_SLOTS];
     job.claims = claims;
     job.nclaims = job.tasks < DBK_CLAIM_SLOTS ? job.tasks : DBK_CLAIM_SLOTS;

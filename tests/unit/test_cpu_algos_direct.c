@@ -34,6 +34,7 @@
 
 #include "algo/registry.h"
 #include "cpu/isa.h"
+#include "cpu/kernel_table.h"
 #include "problem/problem.h"
 #include "util/threadpool.h"
 
@@ -877,6 +878,60 @@ static void test_direct_blocked_split_reduction(void **state)
     assert_int_equal(cf_isa_force(active), CONVFIND_OK);
 }
 
+/* Where one (image, group)'s blocked input is 4 or more times L2, cpu.direct_blocked
+ * converts it a slab of rows at a time (up to half of L2), each task keeping the rows
+ * that one slab shares with the next.  Problems whose blocked input (at the level's block
+ * size) is 9 to 12 times L2, so that most tasks compute two slabs or more: few channels
+ * (one block) or 17 to 20 (two to five blocks), narrow planes of many rows, kernels of 1
+ * to 3 rows and columns, strides and dilations 1 or 2 along H, padding or none, bias,
+ * residual and activations, either layout, on pools of 2 and 3 threads, at every ISA
+ * level.  The rows per slab, the runs of rows per task and the tiles per row then all
+ * end off their multiples. */
+static void test_direct_blocked_slabs(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), direct_blocked.algo);
+    assert_non_null(algo);
+    static const int threads[] = {2, 3};
+    const size_t l2 = cf_cpu_caches()->l2;
+    int runs = 0;
+    for (int level = CF_ISA_PORTABLE; level <= (int)cf_isa_machine(); level++) {
+        assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+        const int64_t vl = cf_kernel_table_active()->direct_blocked->vl;
+        rng r = {0x51ab5ull ^ (uint64_t)level};
+        for (int ti = 0; ti < 2; ti++) {
+            cf_threadpool *pool = NULL;
+            assert_int_equal(cf_threadpool_create(threads[ti], &pool), CONVFIND_OK);
+            for (int k = 0; k < 3; k++) {
+                tconv t;
+                memset(&t, 0, sizeof t);
+                t.nsp = 2;
+                t.n = t.g = 1;
+                t.c = k == 1 ? rnd_in(&r, 17, 20) : rnd_in(&r, 2, 4);
+                t.m = rnd_in(&r, 3, 8);
+                t.k[0] = rnd_in(&r, 1, 3);
+                t.k[1] = rnd_in(&r, t.k[0] == 1 ? 2 : 1, 3); /* not 1x1 */
+                t.s[0] = rnd_in(&r, 1, 2);
+                t.d[0] = rnd_in(&r, 1, 2);
+                t.s[1] = t.d[1] = 1;
+                for (int a = 0; a < 2; a++)
+                    t.pb[a] = t.pe[a] = rnd_in(&r, 0, 1) * (t.k[a] / 2);
+                t.in[1] = rnd_in(&r, 20, 40);
+                size_t row = (size_t)((t.c + vl - 1) / vl * vl * (t.in[1] + 2)) * sizeof(float);
+                t.in[0] = (int64_t)(l2 * (size_t)rnd_in(&r, 90, 120) / 10 / row);
+                t.in[2] = t.k[2] = t.s[2] = t.d[2] = 1;
+                random_epilogue(&r, &t);
+                check_problem(&direct_blocked, algo, &t, &r, pool, k % 2 == 0);
+                runs++;
+            }
+            cf_threadpool_destroy(pool);
+        }
+    }
+    print_message("cpu.direct_blocked slabs: %d problems of 9-12x L2 (%zu bytes) of blocked "
+                  "input\n", runs, l2);
+    cf_isa_unforce();
+}
+
 static void test_direct_blocked_packed_across_levels(void **state)
 {
     (void)state;
@@ -1126,6 +1181,7 @@ int main(void)
         cmocka_unit_test(test_direct_blocked_paths),
         cmocka_unit_test(test_direct_blocked_task_orders),
         cmocka_unit_test(test_direct_blocked_split_reduction),
+        cmocka_unit_test(test_direct_blocked_slabs),
         cmocka_unit_test(test_direct_blocked_packed_across_levels),
         cmocka_unit_test(test_direct_blocked_small_workspace),
         cmocka_unit_test(test_direct_blocked_applicability),
