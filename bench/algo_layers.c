@@ -12,7 +12,8 @@
  * listed as "n/a"; an execution that had to fall back (the algorithm failed at run time)
  * is an error.  FILTER keeps only layers whose name contains it.  Problems have strict
  * math unless the environment says ALGO_LAYERS_MATH=relaxed (CONVFIND_MATH_ALLOW_TF32:
- * cpu.winograd_f6x3 needs it).  A development tool for kernel work, not a test: nothing
+ * cpu.winograd_f6x3 needs it), and are Conv unless it says ALGO_LAYERS_OP=conv_transpose
+ * (then c is ConvTranspose's input channels and k its outputs).  A development tool for kernel work, not a test: nothing
  * here asserts a timing.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -171,6 +172,8 @@ int main(int argc, char **argv)
     const char *filter = argc > 6 ? argv[6] : "";
     const char *math = getenv("ALGO_LAYERS_MATH");
     const bool relaxed = math && strcmp(math, "relaxed") == 0;
+    const char *op = getenv("ALGO_LAYERS_OP");
+    const bool transpose = op && strcmp(op, "conv_transpose") == 0;
     FILE *f = fopen(argv[1], "r");
     convfind_context_options o;
     convfind_context_options_init(&o);
@@ -201,7 +204,10 @@ int main(int argc, char **argv)
         d.layout = layout;
         d.math_mode = relaxed ? CONVFIND_MATH_ALLOW_TF32 : CONVFIND_MATH_STRICT;
         d.x_rank = d.w_rank = 4;
-        int64_t xd[4] = {v[1], v[2], v[3], v[4]}, wd[4] = {v[5], v[2] / v[14], v[6], v[7]};
+        d.op = transpose ? CONVFIND_OP_CONV_TRANSPOSE : CONVFIND_OP_CONV;
+        int64_t xd[4] = {v[1], v[2], v[3], v[4]};
+        int64_t wd[4] = {transpose ? v[2] : v[5], transpose ? v[5] / v[14] : v[2] / v[14], v[6],
+                         v[7]};
         memcpy(d.x_dims, xd, sizeof xd);
         memcpy(d.w_dims, wd, sizeof wd);
         d.group = v[14];

@@ -412,7 +412,10 @@ static void test_convtranspose_subpixel(void **state)
  * bias, residual and an activation, through a pool and without one.  With 5 output
  * channels each phase has a GEMM and a write-out of its own; with 48 (a multiple of every
  * kernel's rows) the 2x2 layer's phases go in pairs along the innermost axis, and the
- * 3x3 one's pairs stay apart (unequal taps). */
+ * 3x3 one's pairs stay apart (unequal taps).  Those runs go in chunks of panels, each
+ * chunk through every phase on one thread, the phases' panels and results of unequal
+ * sizes side by side; the last two problems (256 -> 64 channels, 3x3: weights beyond a
+ * quarter of L2) take each step over the whole pool instead. */
 static void test_convtranspose_subpixel_runs(void **state)
 {
     (void)state;
@@ -420,9 +423,10 @@ static void test_convtranspose_subpixel_runs(void **state)
     assert_non_null(algo);
     cf_threadpool *pool = NULL;
     assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
-    const int64_t c = 64;
-    for (int v = 0; v < 8; v++) {
-        int64_t k = v % 4 < 2 ? 2 : 3, m = v < 4 ? 5 : 48;
+    for (int v = 0; v < 10; v++) {
+        const bool wide = v >= 8; /* 3x3, weights of 256 x 9 x 64 floats */
+        int64_t c = wide ? 256 : 64;
+        int64_t k = v % 4 < 2 && !wide ? 2 : 3, m = wide ? 64 : v < 4 ? 5 : 48;
         /* K of the largest phase: c x its taps (1 for 2x2, 4 for 3x3 at stride 2). */
         size_t kmax = (size_t)c * (k == 2 ? 1 : 4);
         size_t run = 2 * cf_cpu_caches()->l2 / (kmax * sizeof(float));
