@@ -881,11 +881,11 @@ static void test_direct_blocked_split_reduction(void **state)
 /* Where one (image, group)'s blocked input is 4 or more times L2, cpu.direct_blocked
  * converts it a slab of rows at a time (up to half of L2), each task keeping the rows
  * that one slab shares with the next.  Problems whose blocked input (at the level's block
- * size) is 9 to 12 times L2, so that most tasks compute two slabs or more: few channels
- * (one block) or 17 to 20 (two to five blocks), narrow planes of many rows, kernels of 1
- * to 3 rows and columns, strides and dilations 1 or 2 along H, padding or none, bias,
- * residual and activations, either layout, on pools of 2 and 3 threads, at every ISA
- * level.  The rows per slab, the runs of rows per task and the tiles per row then all
+ * size) is 9 to 12 times L2, so that most tasks compute two slabs or more: two images of
+ * few channels (one block), one of 17 to 20 channels (two to five blocks), or two groups
+ * of 16 channels (one or more blocks each); narrow planes of many rows, kernels of 1 to 3
+ * rows and columns, strides and dilations 1 or 2 along H, padding or none, bias, residual
+ * and activations, either layout, on pools of 2 and 3 threads, at every ISA level.  The rows per slab, the runs of rows per task and the tiles per row then all
  * end off their multiples. */
 static void test_direct_blocked_slabs(void **state)
 {
@@ -906,9 +906,10 @@ static void test_direct_blocked_slabs(void **state)
                 tconv t;
                 memset(&t, 0, sizeof t);
                 t.nsp = 2;
-                t.n = t.g = 1;
-                t.c = k == 1 ? rnd_in(&r, 17, 20) : rnd_in(&r, 2, 4);
-                t.m = rnd_in(&r, 3, 8);
+                t.n = k == 0 ? 2 : 1;
+                t.g = k == 2 ? 2 : 1;
+                t.c = k == 0 ? rnd_in(&r, 2, 4) : k == 1 ? rnd_in(&r, 17, 20) : 32;
+                t.m = k == 2 ? 32 : rnd_in(&r, 3, 8);
                 t.k[0] = rnd_in(&r, 1, 3);
                 t.k[1] = rnd_in(&r, t.k[0] == 1 ? 2 : 1, 3); /* not 1x1 */
                 t.s[0] = rnd_in(&r, 1, 2);
@@ -917,7 +918,8 @@ static void test_direct_blocked_slabs(void **state)
                 for (int a = 0; a < 2; a++)
                     t.pb[a] = t.pe[a] = rnd_in(&r, 0, 1) * (t.k[a] / 2);
                 t.in[1] = rnd_in(&r, 20, 40);
-                size_t row = (size_t)((t.c + vl - 1) / vl * vl * (t.in[1] + 2)) * sizeof(float);
+                const int64_t cg = t.c / t.g; /* X per (image, group) is what counts */
+                size_t row = (size_t)((cg + vl - 1) / vl * vl * (t.in[1] + 2)) * sizeof(float);
                 t.in[0] = (int64_t)(l2 * (size_t)rnd_in(&r, 90, 120) / 10 / row);
                 t.in[2] = t.k[2] = t.s[2] = t.d[2] = 1;
                 random_epilogue(&r, &t);
