@@ -453,6 +453,73 @@ static void test_streamed_b(void **state)
     cf_threadpool_destroy(pool);
 }
 
+/* B read in place from rows 1024 floats apart or more, with 128 rows of A or more and a
+ * K of 96 or more: sgemm.c copies B a column panel at a time (gemm_task_repack), where
+ * every tile reads the copy instead of B.  Full and partial row panels (128, 133 rows), a
+ * partial last column panel, one K slice and several (520), the whole epilogue (row bias,
+ * residual, accumulation into C, a clamp or an activation applied after the store).  With
+ * two threads the columns split at a half panel (33 panels), with three the rows too. */
+static void check_b_rows_apart(size_t m, size_t k, bool accumulate, convfind_activation act,
+                               cf_threadpool *pool)
+{
+    const cf_sgemm_kernel *kern = cf_kernel_table_active()->sgemm;
+    const size_t n = 33 * 32 - 1, ldb = n + 3;
+    float *a = rand_buf(m * k), *b = rand_buf(k * ldb), *c = rand_buf(m * n);
+    float *c0 = malloc(m * n * sizeof(float)), *bias = rand_buf(m), *z = rand_buf(m * n);
+    size_t pa_bytes = cf_sgemm_packed_a_floats(kern, m, k, NULL) * sizeof(float);
+    float *packed = aligned_alloc(64, (pa_bytes + 63) / 64 * 64);
+    assert_non_null(c0);
+    assert_non_null(packed);
+    memcpy(c0, c, m * n * sizeof(float));
+    cf_sgemm_pack_a(kern, m, k, a, (ptrdiff_t)k, 1, packed);
+    cf_sgemm_epilogue ep = {.accumulate = accumulate, .bias = bias, .z = z, .rs_z = (ptrdiff_t)n,
+                            .cs_z = 1, .act = act, .alpha = -0.5f, .beta = 0.5f};
+    cf_sgemm_compute(kern, m, n, k, (cf_sgemm_operand){packed, true, 0, 0},
+                     (cf_sgemm_operand){b, false, ldb, 1}, c, (ptrdiff_t)n, 1, &ep, pool);
+    for (size_t i = 0; i < m; i++)
+        for (size_t j = 0; j < n; j++) {
+            double sum = accumulate ? c0[i * n + j] : 0.0, mag = fabs(sum);
+            for (size_t kk = 0; kk < k; kk++) {
+                double p = (double)a[i * k + kk] * (double)b[kk * ldb + j];
+                sum += p;
+                mag += fabs(p);
+            }
+            sum += bias[i] + z[i * n + j];
+            float want = cf_activate((float)sum, act, ep.alpha, ep.beta);
+            float got = c[i * n + j];
+            if (!(fabs((double)got - (double)want) <= 1e-4 * (mag + 1.0) + 1e-6))
+                fail_msg("isa %s B rows apart m=%zu k=%zu acc=%d act=%d: C[%zu][%zu] = %.8g, "
+                         "want %.8g", cf_isa_name(cf_isa_active()), m, k, accumulate, (int)act,
+                         i, j, got, want);
+        }
+    free(a);
+    free(b);
+    free(c);
+    free(c0);
+    free(bias);
+    free(z);
+    free(packed);
+}
+
+static void b_rows_apart_body(cf_threadpool *pool)
+{
+    check_b_rows_apart(128, 96, false, CONVFIND_ACT_RELU, pool);
+    check_b_rows_apart(133, 300, true, CONVFIND_ACT_CLIP, pool);
+    check_b_rows_apart(133, 520, false, CONVFIND_ACT_SIGMOID, pool);
+}
+
+static void test_b_rows_apart(void **state)
+{
+    (void)state;
+    for_each_level(b_rows_apart_body, NULL);
+    for (int threads = 2; threads <= 3; threads++) {
+        cf_threadpool *pool = NULL;
+        assert_int_equal(cf_threadpool_create(threads, &pool), CONVFIND_OK);
+        for_each_level(b_rows_apart_body, pool);
+        cf_threadpool_destroy(pool);
+    }
+}
+
 /* Short K on many column panels: the microkernel walks a row panel's column panels in one
  * call (sgemm.h), stepping B, C, the column bias and the residual from tile to tile, and
  * ends in a partial panel of every class (under 16 columns, over 16, none).  Row-major C
@@ -563,6 +630,7 @@ int main(void)
         cmocka_unit_test(test_threaded),
         cmocka_unit_test(test_operand_in_place),
         cmocka_unit_test(test_streamed_b),
+        cmocka_unit_test(test_b_rows_apart),
         cmocka_unit_test(test_short_k_panels),
         cmocka_unit_test(test_k_zero_applies_epilogue),
         cmocka_unit_test(test_errors_leave_c_untouched),

@@ -10,8 +10,10 @@
  *           microkernel
  * When a task's B is larger than L2 it comes from L3 or memory: its groups are then
  * smaller, and the MR panels after the first fetch the next group while they compute.
- * Both operands are fully packed before the product starts, so tasks need no private
- * buffers and the work splits over any thread count without workspace per thread.
+ * Operands are packed before the product starts, or read in place, so tasks need no
+ * workspace and the work splits over any thread count.  The one exception is B read in
+ * place from rows far apart, which a task copies a column panel at a time into a buffer on
+ * its stack (gemm_task_repack).
  */
 #include "cpu/gemm/sgemm.h"
 
@@ -150,6 +152,9 @@ typedef struct gemm_job {
     size_t b_block_max;        /* bytes of a task's B slice that still fit in L2 */
     size_t b_group_max;        /* bytes of one group of B panels (gemm_task) */
     bool b_stream;             /* fetch the next group while computing this one */
+    bool b_repack;             /* B in place, packed a panel at a time (gemm_task_repack) */
+    size_t b_j0, b_k0;         /* the column and row of B at pb (0, 0 but in a repacked
+                                * panel) */
 } gemm_job;
 
 static float bias_at(const cf_sgemm_epilogue *ep, size_t i, size_t j)
@@ -180,7 +185,8 @@ static bool stores_trans(const cf_sgemm_kernel *kern, ptrdiff_t rs_c, ptrdiff_t 
 static const float *b_at(const gemm_job *g, size_t j, size_t k0)
 {
     const size_t nr = (size_t)g->kern->nr;
-    return g->pb + j / nr * g->b_panel + j % nr + k0 * g->ldb;
+    j -= g->b_j0;
+    return g->pb + j / nr * g->b_panel + j % nr + (k0 - g->b_k0) * g->ldb;
 }
 
 /* One tile of do_tiles (at most NR columns, inside one column panel) past the row edge
@@ -327,15 +333,60 @@ static void prefetch_b_rows(const gemm_job *g, size_t j, size_t k0, size_t r0, s
         prefetch_panel(b + r * g->ldb, cols);
 }
 
-static void gemm_task(void *arg, size_t index)
+/* Floats of the stack buffer of gemm_task_repack (64 KB): one column panel of B.
+ * choose_kc keeps a panel within 5/6 of L1, so this holds one for an L1 of up to 64 KB;
+ * with a larger L1 the panels stay in place. */
+#define REPACK_FLOATS 16384
+
+/* B's row stride from which gemm_task_repack pays (rows of 1024 floats and more: NCHW
+ * maps of 32x32 pixels and larger). */
+#define REPACK_ROW_BYTES 4096
+
+/* gemm_task for B read in place from rows far apart (an NCHW X as the B of a 1x1
+ * convolution, a row per input channel): each column panel is copied into a packed panel
+ * on the stack, then multiplied by every row panel of the task's A (BLIS order: the
+ * packed panel stays in L1, A comes from L2), while each product asks for its share of
+ * the next panel's rows, so they arrive from memory during the FMAs.  Read in place, each
+ * k step of the microkernel loads from another row, and on an Intel Xeon that costs it
+ * up to 30% of its FMA rate even with every row in L2 (a B panel of 256 rows 66 KB apart:
+ * 148 against 211 GFLOP/s, one core; 3 KB apart: 197).  A is packed. */
+static __attribute__((noinline)) void gemm_task_repack(const gemm_job *g, size_t p0, size_t p1,
+                                                       size_t c0, size_t c1)
 {
-    const gemm_job *g = arg;
     const size_t mr = (size_t)g->kern->mr, nr = (size_t)g->kern->nr;
-    size_t ib = index / g->nblocks, jb = index % g->nblocks;
-    size_t p0 = g->mpanels * ib / g->mblocks, p1 = g->mpanels * (ib + 1) / g->mblocks;
-    size_t c0 = g->nunits * jb / g->nblocks * g->unit;
-    size_t c1 = g->nunits * (jb + 1) / g->nblocks * g->unit;
-    c1 = c1 < g->n ? c1 : g->n;
+    _Alignas(64) float panel[REPACK_FLOATS];
+    gemm_job lg = *g;
+    lg.ldb = nr;
+    const size_t passes = p1 - p0;
+    for (size_t k0 = 0; k0 < g->k; k0 += g->kc) {
+        const size_t kc = g->k - k0 < g->kc ? g->k - k0 : g->kc;
+        lg.b_panel = kc * nr;
+        lg.b_k0 = k0;
+        for (size_t j = c0, je; j < c1; j = je) {
+            je = (j / nr + 1) * nr;
+            je = je < c1 ? je : c1;
+            cf_sgemm_pack_b_panel(g->kern, kc, je - j, b_at(g, j, k0), g->ldb, 1, panel);
+            lg.pb = panel;
+            lg.b_j0 = j;
+            for (size_t p = p0; p < p1; p++) {
+                if (p + 1 < p1 && j == c0)
+                    prefetch_panel(g->pa + (p + 1) * g->a_panel + k0 * mr, kc * mr);
+                do_tiles(&lg, p * mr, j, je - j, k0, kc, g->pa + p * g->a_panel + k0 * mr, 1,
+                         mr);
+                if (je < c1)
+                    prefetch_b_rows(g, je, k0, kc * (p - p0) / passes,
+                                    kc * (p - p0 + 1) / passes);
+            }
+        }
+    }
+}
+
+/* The task's block of C, row panels [p0, p1) and columns [c0, c1), in groups of B
+ * column panels (the loop nest at the top of this file). */
+static __attribute__((noinline)) void gemm_task_groups(const gemm_job *g, size_t p0, size_t p1,
+                                                       size_t c0, size_t c1)
+{
+    const size_t mr = (size_t)g->kern->mr, nr = (size_t)g->kern->nr;
     _Alignas(64) float a_rows[CF_SGEMM_MR_MAX * KC_LIMIT];
     for (size_t k0 = 0; k0 < g->k; k0 += g->kc) {
         size_t kc = g->k - k0 < g->kc ? g->k - k0 : g->kc;
@@ -398,6 +449,22 @@ static void gemm_task(void *arg, size_t index)
     }
 }
 
+/* One task of the grid: a block of row panels times a block of columns.  Each path is
+ * its own function, so that only one path's stack buffer is ever on the stack. */
+static void gemm_task(void *arg, size_t index)
+{
+    const gemm_job *g = arg;
+    size_t ib = index / g->nblocks, jb = index % g->nblocks;
+    size_t p0 = g->mpanels * ib / g->mblocks, p1 = g->mpanels * (ib + 1) / g->mblocks;
+    size_t c0 = g->nunits * jb / g->nblocks * g->unit;
+    size_t c1 = g->nunits * (jb + 1) / g->nblocks * g->unit;
+    c1 = c1 < g->n ? c1 : g->n;
+    if (g->b_repack)
+        gemm_task_repack(g, p0, p1, c0, c1);
+    else
+        gemm_task_groups(g, p0, p1, c0, c1);
+}
+
 /* C = epilogue(0 [+ C]) when there is no product to compute. */
 static void epilogue_only(size_t m, size_t n, float *c, ptrdiff_t rs_c, ptrdiff_t cs_c,
                           const cf_sgemm_epilogue *ep)
@@ -445,7 +512,7 @@ static size_t even_blocks(size_t panels, size_t want)
  * b + q * b_panel, rows ldb apart. */
 static void run_gemm(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
                      const float *a, size_t a_rs, size_t a_ks, size_t a_panel,
-                     const float *b, size_t ldb, size_t b_panel,
+                     const float *b, size_t ldb, size_t b_panel, bool b_in_place,
                      float *c, ptrdiff_t rs_c, ptrdiff_t cs_c, const cf_sgemm_epilogue *ep,
                      cf_threadpool *pool)
 {
@@ -525,6 +592,16 @@ static void run_gemm(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
     const size_t task_cols = (g.n + g.nblocks - 1) / g.nblocks;
     g.b_stream = g.kc * task_cols * sizeof(float) > g.b_block_max;
     g.b_group_max = g.b_stream ? cf_cpu_caches()->l2 / 8 : g.b_block_max;
+    /* B read in place from rows far apart is copied a panel at a time (gemm_task_repack)
+     * where each copied float serves 128 FMAs or more and the K loop is long.  On the 1x1
+     * layers of 40x40 to 80x80 maps, each timed in turns with the other form (Xeon, strict
+     * fp32): DenseNet-121's c96-c256 k128 0.79-0.93x the time, ResNeXt-50's k256 0.85-0.86x,
+     * YOLOv5s's k128-k255 0.94-0.97x at 2 threads; 0.90-0.96x on one thread; 0.87-0.97x at
+     * AVX2.  With fewer rows it cost more than it saved (c256 k64 on 129x129 1.07x, c192 k32
+     * on 35x35 1.5x), and with a short K as well (MobileNetV3's and EfficientNet's 1x1
+     * layers of 16 to 32 input channels on 112x112 maps, 1.3-1.6x; not analysed further). */
+    g.b_repack = b_in_place && ldb * sizeof(float) >= REPACK_ROW_BYTES && a_rs == 1 &&
+                 a_ks == mr && m >= 128 && k >= 96 && g.kc * (size_t)kern->nr <= REPACK_FLOATS;
     cf_parallel_for(pool, g.mblocks * g.nblocks, gemm_task, &g);
 }
 
@@ -534,8 +611,8 @@ void cf_sgemm_packed(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
                      cf_threadpool *pool)
 {
     const size_t mr = (size_t)kern->mr, nr = (size_t)kern->nr;
-    run_gemm(kern, m, n, k, packed_a, 1, mr, k * mr, packed_b, nr, k * nr, c, rs_c, cs_c, ep,
-             pool);
+    run_gemm(kern, m, n, k, packed_a, 1, mr, k * mr, packed_b, nr, k * nr, false, c, rs_c, cs_c,
+             ep, pool);
 }
 
 void cf_sgemm_compute(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
@@ -546,7 +623,7 @@ void cf_sgemm_compute(const cf_sgemm_kernel *kern, size_t m, size_t n, size_t k,
     if (a.packed)
         a.rs = 1, a.cs = mr;
     run_gemm(kern, m, n, k, a.p, a.rs, a.cs, a.packed ? k * mr : mr * a.rs, b.p,
-             b.packed ? nr : b.rs, b.packed ? k * nr : nr, c, rs_c, cs_c, ep, pool);
+             b.packed ? nr : b.rs, b.packed ? k * nr : nr, !b.packed, c, rs_c, cs_c, ep, pool);
 }
 
 convfind_status cf_sgemm_workspace(cf_isa isa, size_t m, size_t n, size_t k, size_t *bytes)
