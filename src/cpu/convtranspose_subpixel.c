@@ -159,9 +159,11 @@ typedef struct ws_layout {
 /* Runs of pixels per phase: each run's patch panels (K = channels x taps rows) fill
  * about two L2s, like cpu.im2col_gemm's tiles, never below 96 pixels.  The phases go
  * through one run index at a time, so the runs of all phases read about the same part
- * of X while it is in cache, and their panels and GEMM results stay there instead of
- * making a round trip to memory (U-Net's 2x2 stride-2 layers: 10-20 MB of panels and
- * as much of results per phase when a phase was done whole). */
+ * of X while it is in cache, and the buffers hold one run, not a whole phase (U-Net's
+ * 2x2 stride-2 layers: 10-20 MB of panels and as much of results per phase when a phase
+ * was done whole).  Two L2s are still more than one core keeps: a run's panels and
+ * results stay in cache only where chunks_of splits it (4 MB of each went to memory and
+ * back between the steps on U-Net's last upconv before the chunks). */
 static size_t tiles_of(size_t kmax, size_t umax)
 {
     size_t tile = 2 * cf_cpu_caches()->l2 / (kmax ? kmax * sizeof(float) : 1);
