@@ -45,6 +45,7 @@
 #include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
+#include "util/prefetch.h"
 #include "util/shares.h"
 
 /* Channel count of groups > 1 must be a multiple of this (every ISA's block divides it). */
@@ -772,7 +773,7 @@ static void dbk_run_tiles(const dbk_job *job, const dbk_xview *v, int64_t n, int
                 bool last = cb + ncb == cb1 && k + nt == g->ntaps;
                 dbk_ahead ahead = dbk_weights_ahead(job, &whole[0], cb, ncb, cb1, k, nt,
                                                     share_cb, share_taps, t0 == t_first);
-                const int64_t line = CF_DBK_PF_BYTES / sizeof(float), lines = ahead.floats / line;
+                const int64_t line = CF_PREFETCH_LINE / sizeof(float), lines = ahead.floats / line;
                 for (int64_t i = 0; i < tn; i++) {
                     cf_dbk_tile tl = whole[i];
                     /* Each tile asks for its part of them. */

@@ -29,11 +29,6 @@
 /* Longest pixel run of one tile, on every ISA. */
 #define CF_DBK_MAX_NP 14
 
-/* Bytes between a tile's prefetches (cf_dbk_tile.pf): a cache line.  One per 128 bytes,
- * leaving the other line of each pair to the L2's adjacent-line prefetcher, lost the whole
- * gain in a ResNet-50 pass on the Xeon. */
-#define CF_DBK_PF_BYTES 64
-
 /* One kernel tap as a tile reads it: its input's offset from the tile's x and its
  * packed weights' offset from the tile's w, both in floats. */
 typedef struct cf_dbk_tap {

@@ -94,11 +94,13 @@ static void dbk_store(const cf_dbk_store *s, const float *buf, int nb, int np)
  * that few are in flight at a time. */
 DBK_INLINE void dbk_prefetch_step(const cf_dbk_tile *t, int step, int per)
 {
-    const int line = CF_DBK_PF_BYTES / (int)sizeof(float);
+    const int line = CF_PREFETCH_LINE / (int)sizeof(float);
     int lo = step * per, hi = lo + per < t->pf_lines ? lo + per : t->pf_lines;
+    if (hi <= lo)
+        return;
     for (int j = 0; j < t->nb; j++)
-        for (int l = lo; l < hi; l++)
-            cf_prefetch_l2(t->pf + j * t->w_ob + l * line);
+        cf_prefetch_l2_run(t->pf + j * t->w_ob + lo * line,
+                           (size_t)(hi - lo) * CF_PREFETCH_LINE);
 }
 
 /* Computes the tile's sums over its share of the reduction (starting from zero or from

@@ -10,6 +10,11 @@
 #ifndef CONVFIND_PREFETCH_H
 #define CONVFIND_PREFETCH_H
 
+#include <stddef.h>
+
+/* Bytes one prefetch brings: a cache line on every x86-64 and most other CPUs. */
+#define CF_PREFETCH_LINE 64
+
 /* Asks for the cache line holding p to be brought into L2 (and the caches beyond), for
  * reading. */
 static inline void cf_prefetch_l2(const void *p)
@@ -18,6 +23,15 @@ static inline void cf_prefetch_l2(const void *p)
     (void)*(const volatile char *)p;
 #endif
     __builtin_prefetch(p, 0, 2);
+}
+
+/* Asks for the `bytes` bytes from p on into L2, one request per cache line.  (Asking for
+ * every other line, leaving the rest to the L2's adjacent-line prefetcher, lost the whole
+ * gain of cpu.direct_blocked's weight prefetches in a ResNet-50 pass on the Xeon.) */
+static inline void cf_prefetch_l2_run(const void *p, size_t bytes)
+{
+    for (size_t i = 0; i < bytes; i += CF_PREFETCH_LINE)
+        cf_prefetch_l2((const char *)p + i);
 }
 
 #endif /* CONVFIND_PREFETCH_H */

@@ -315,13 +315,6 @@ static void do_tiles(const gemm_job *g, size_t i0, size_t j0, size_t cols, size_
     }
 }
 
-/* Asks for `floats` floats from `p` on into L2, one request per cache line. */
-static void prefetch_panel(const float *p, size_t floats)
-{
-    for (size_t i = 0; i < floats; i += 64 / sizeof(float))
-        cf_prefetch_l2(p + i);
-}
-
 /* Asks for rows [r0, r1) of the B tile at column j (K slice from k0) into L2: its
  * columns up to the end of j's panel and of B (B read in place ends at column n). */
 static void prefetch_b_rows(const gemm_job *g, size_t j, size_t k0, size_t r0, size_t r1)
@@ -330,7 +323,7 @@ static void prefetch_b_rows(const gemm_job *g, size_t j, size_t k0, size_t r0, s
     const float *b = g->pb + j / nr * g->b_panel + j % nr + k0 * g->ldb;
     size_t cols = nr - j % nr < g->n - j ? nr - j % nr : g->n - j;
     for (size_t r = r0; r < r1; r++)
-        prefetch_panel(b + r * g->ldb, cols);
+        cf_prefetch_l2_run(b + r * g->ldb, cols * sizeof(float));
 }
 
 /* Floats of the stack buffer of gemm_task_repack (64 KB): one column panel of B.
@@ -370,7 +363,8 @@ static __attribute__((noinline)) void gemm_task_repack(const gemm_job *g, size_t
             lg.b_j0 = j;
             for (size_t p = p0; p < p1; p++) {
                 if (p + 1 < p1 && j == c0)
-                    prefetch_panel(g->pa + (p + 1) * g->a_panel + k0 * mr, kc * mr);
+                    cf_prefetch_l2_run(g->pa + (p + 1) * g->a_panel + k0 * mr,
+                                       kc * mr * sizeof(float));
                 do_tiles(&lg, p * mr, j, je - j, k0, kc, g->pa + p * g->a_panel + k0 * mr, 1,
                          mr);
                 if (je < c1)
@@ -417,7 +411,8 @@ static __attribute__((noinline)) void gemm_task_groups(const gemm_job *g, size_t
                  * (ResNet-50's 1x1 layers on this algorithm, in a pass, 2 threads, Xeon:
                  * 0.964-1.007x their time without, four runs). */
                 if (a_packed && (a_beyond_l2 || cg == c0) && p + 1 < p1)
-                    prefetch_panel(g->pa + (p + 1) * g->a_panel + k0 * mr, kc * mr);
+                    cf_prefetch_l2_run(g->pa + (p + 1) * g->a_panel + k0 * mr,
+                                       kc * mr * sizeof(float));
                 const float *a = g->pa + p * g->a_panel + k0 * g->a_ks;
                 size_t a_rs = g->a_rs, a_ks = g->a_ks;
                 size_t rows = g->m - p * mr < mr ? g->m - p * mr : mr;
