@@ -458,7 +458,8 @@ static void test_streamed_b(void **state)
  * every tile reads the copy instead of B.  Full and partial row panels (128, 133 rows), a
  * partial last column panel, one K slice and several (520), the whole epilogue (row bias,
  * residual, accumulation into C, a clamp or an activation applied after the store).  With
- * two threads the columns split at a half panel (33 panels), with three the rows too. */
+ * two threads the columns split at a half panel (33 panels), with three into blocks of 11
+ * panels; the rows are never split here. */
 static void check_b_rows_apart(size_t m, size_t k, bool accumulate, convfind_activation act,
                                cf_threadpool *pool)
 {
