@@ -1,7 +1,8 @@
 /*
- * algo_layers.c - times one named algorithm on every layer of a benchmark CSV
- * (the layer CSV of data/resnet50_convs.csv) and checks each result against cpu.reference, through the
- * public API alone.
+ * algo_layers.c - times one named algorithm on every layer of a benchmark CSV (the
+ * 2-D layer lists such as data/resnet50_convs.csv, or any suite of data/suites: 1-D to
+ * 3-D, Conv and ConvTranspose, bench/suite_format.py) and checks each result against
+ * cpu.reference, through the public API alone.
  *
  *   algo_layers CSV ALGO THREADS [REPEATS] [nchw|nhwc] [FILTER]
  *
@@ -12,8 +13,10 @@
  * listed as "n/a"; an execution that had to fall back (the algorithm failed at run time)
  * is an error.  FILTER keeps only layers whose name contains it.  Problems have strict
  * math unless the environment says ALGO_LAYERS_MATH=relaxed (CONVFIND_MATH_ALLOW_TF32:
- * cpu.winograd_f6x3 needs it), and are Conv unless it says ALGO_LAYERS_OP=conv_transpose
- * (then c is ConvTranspose's input channels and k its outputs).  A development tool for kernel work, not a test: nothing
+ * cpu.winograd_f6x3 needs it).  The CSV's header names its columns; a layer is Conv
+ * unless its `op` column says convT or, where there is none, the environment says
+ * ALGO_LAYERS_OP=conv_transpose (then c is ConvTranspose's input channels and k its
+ * outputs).  A development tool for kernel work, not a test: nothing
  * here asserts a timing.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -149,6 +152,103 @@ out:
     return rc;
 }
 
+/* The columns of a layer CSV, by position. */
+#define MAX_COLUMNS 32
+typedef struct layer_columns {
+    char name[MAX_COLUMNS][24];
+    int count;
+} layer_columns;
+
+static int parse_header(char *line, layer_columns *c)
+{
+    c->count = 0;
+    for (char *save = NULL, *tok = strtok_r(line, ",\r\n", &save); tok;
+         tok = strtok_r(NULL, ",\r\n", &save)) {
+        if (c->count == MAX_COLUMNS || strlen(tok) >= sizeof c->name[0])
+            return -1;
+        strcpy(c->name[c->count++], tok);
+    }
+    return c->count > 0 && strcmp(c->name[0], "name") == 0 ? 0 : -1;
+}
+
+/* Field `col` of a row split at its commas, or NULL where the header has no such column. */
+static const char *field(char *const *fields, const layer_columns *c, const char *col)
+{
+    for (int i = 0; i < c->count; i++)
+        if (strcmp(c->name[i], col) == 0)
+            return fields[i];
+    return NULL;
+}
+
+static int64_t field_int(char *const *fields, const layer_columns *c, const char *col,
+                         int64_t absent)
+{
+    const char *v = field(fields, c, col);
+    return v ? strtoll(v, NULL, 10) : absent;
+}
+
+/* One row into a descriptor (layout and math mode left to the caller); -1 if it is not a
+ * layer row.  Spatial columns per axis, outermost first: d/t/pad_d/stride_d/dil_d, then
+ * h/r/..., then w/s/...; a rank without a `dims` column is 2. */
+static int parse_layer(char *line, const layer_columns *c, bool transpose_env, char *name,
+                       convfind_conv_desc *d)
+{
+    char *fields[MAX_COLUMNS];
+    int nf = 0;
+    for (char *p = line; nf < c->count; nf++) {
+        fields[nf] = p;
+        char *comma = strpbrk(p, ",\r\n");
+        if (!comma)
+            break;
+        bool last = *comma != ',';
+        *comma = '\0';
+        p = comma + 1;
+        if (last) {
+            nf++;
+            break;
+        }
+    }
+    if (nf < c->count || strlen(fields[0]) >= 128 || fields[0][0] == '\0')
+        return -1;
+    strcpy(name, fields[0]);
+    static const char *axes[3][5] = {{"d", "t", "pad_d", "stride_d", "dil_d"},
+                                     {"h", "r", "pad_h", "stride_h", "dil_h"},
+                                     {"w", "s", "pad_w", "stride_w", "dil_w"}};
+    int dims = (int)field_int(fields, c, "dims", 2);
+    const char *op = field(fields, c, "op");
+    bool transpose = op ? strcmp(op, "convT") == 0 : transpose_env;
+    if (dims < 1 || dims > 3)
+        return -1;
+    convfind_conv_desc_init(d);
+    d->op = transpose ? CONVFIND_OP_CONV_TRANSPOSE : CONVFIND_OP_CONV;
+    d->group = field_int(fields, c, "group", 1);
+    int64_t n = field_int(fields, c, "n", 1), ch = field_int(fields, c, "c", 1);
+    int64_t k = field_int(fields, c, "k", 1);
+    d->x_rank = d->w_rank = dims + 2;
+    d->x_dims[0] = n;
+    d->x_dims[1] = ch;
+    d->w_dims[0] = transpose ? ch : k;
+    d->w_dims[1] = transpose ? k / d->group : ch / d->group;
+    d->pads.count = 2 * dims;
+    d->strides.count = d->dilations.count = dims;
+    for (int a = 0; a < dims; a++) {
+        const char *const *ax = axes[3 - dims + a];
+        d->x_dims[2 + a] = field_int(fields, c, ax[0], 1);
+        d->w_dims[2 + a] = field_int(fields, c, ax[1], 1);
+        d->pads.v[a] = d->pads.v[dims + a] = field_int(fields, c, ax[2], 0);
+        d->strides.v[a] = field_int(fields, c, ax[3], 1);
+        d->dilations.v[a] = field_int(fields, c, ax[4], 1);
+    }
+    const char *opad = field(fields, c, "output_padding");
+    if (transpose && opad) { /* space-separated, one per axis */
+        d->output_padding.count = dims;
+        char *end = (char *)opad;
+        for (int a = 0; a < dims; a++)
+            d->output_padding.v[a] = strtoll(end, &end, 10);
+    }
+    return 0;
+}
+
 /* Whether `name` is an algorithm of this build. */
 static bool known(const char *name)
 {
@@ -190,35 +290,18 @@ int main(int argc, char **argv)
     }
     char line[512];
     int failures = 0;
-    while (fgets(line, sizeof line, f)) {
+    layer_columns cols;
+    if (!fgets(line, sizeof line, f) || parse_header(line, &cols) != 0) {
+        fprintf(stderr, "%s: the first line must name the columns\n", argv[1]);
+        failures = 1;
+    }
+    while (!failures && fgets(line, sizeof line, f)) {
         char name[128];
-        long long v[15];
-        if (sscanf(line, "%127[^,],%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,%lld,"
-                   "%lld,%lld,%lld", name, &v[0], &v[1], &v[2], &v[3], &v[4], &v[5], &v[6],
-                   &v[7], &v[8], &v[9], &v[10], &v[11], &v[12], &v[13], &v[14]) != 16 ||
-            !strstr(name, filter))
-            continue;
-        /* count,n,c,h,w,k,r,s,pad_h,pad_w,stride_h,stride_w,dil_h,dil_w,group */
         convfind_conv_desc d;
-        convfind_conv_desc_init(&d);
+        if (parse_layer(line, &cols, transpose, name, &d) != 0 || !strstr(name, filter))
+            continue;
         d.layout = layout;
         d.math_mode = relaxed ? CONVFIND_MATH_ALLOW_TF32 : CONVFIND_MATH_STRICT;
-        d.x_rank = d.w_rank = 4;
-        d.op = transpose ? CONVFIND_OP_CONV_TRANSPOSE : CONVFIND_OP_CONV;
-        int64_t xd[4] = {v[1], v[2], v[3], v[4]};
-        int64_t wd[4] = {transpose ? v[2] : v[5], transpose ? v[5] / v[14] : v[2] / v[14], v[6],
-                         v[7]};
-        memcpy(d.x_dims, xd, sizeof xd);
-        memcpy(d.w_dims, wd, sizeof wd);
-        d.group = v[14];
-        d.pads.count = 4;
-        d.pads.v[0] = d.pads.v[2] = v[8];
-        d.pads.v[1] = d.pads.v[3] = v[9];
-        d.strides.count = d.dilations.count = 2;
-        d.strides.v[0] = v[10];
-        d.strides.v[1] = v[11];
-        d.dilations.v[0] = v[12];
-        d.dilations.v[1] = v[13];
         failures += run_layer(ctx, name, &d, algo, repeats) != 0;
     }
     fclose(f);

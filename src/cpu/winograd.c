@@ -1,12 +1,13 @@
 /*
  * winograd.c - "cpu.winograd_f2x3", "cpu.winograd_f4x3" and "cpu.winograd_f6x3":
- * Winograd F(2x2,3x3), F(4x4,3x3) and F(6x6,3x3) for 2-D 3x3 convolutions with stride 1,
- * dilation 1 and group 1 (any pads, both layouts).  winograd.h describes the method and
- * the data layout.  F(6x6,3x3) is 1.4-2x less accurate than F(4x4,3x3) (10x less than
+ * Winograd F(2x2,3x3), F(4x4,3x3) and F(6x6,3x3) for convolutions whose last two axes
+ * are 3x3 with stride 1 and dilation 1, group 1: 2-D, and 3-D with up to 16 depth taps
+ * of stride 1 (any pads, both layouts).  winograd.h describes the method and the data
+ * layout.  F(6x6,3x3) is 1.4-2x less accurate than F(4x4,3x3) (10x less than
  * direct convolution) on ResNet-50's layers, so it is only applicable to problems whose
  * math mode allows reduced precision (CONVFIND_MATH_ALLOW_TF32: docs/winograd.md).
  *
- * An execution runs four parallel phases: pad X into [N][C][H'][W'], transform the
+ * An execution runs four parallel phases: pad X into [N][D'][C][H'][W'], transform the
  * input tiles (per block of channels and group of tiles), the alpha^2 products on
  * cpu.direct_blocked's tile kernel (per position, group of output blocks and run of
  * tiles), and transform the output with the fused epilogue (per row of tiles and block
@@ -45,34 +46,50 @@ static const double wg_g6[8][3] = {{1, 0, 0},
                                    {32.0 / 45, -16.0 / 45, 8.0 / 45},
                                    {0, 0, 1}};
 
+/* Depth taps a 3-D problem may have: the product tasks keep one cf_dbk_tap per tap on
+ * their stack. */
+#define WG_MAX_DEPTH_TAPS 16
+
 static bool wg_applicable(const cf_problem *p, int mt)
 {
-    if (p->op != CONVFIND_OP_CONV || p->dtype != CONVFIND_DTYPE_F32 || p->nsp != 2 ||
+    if (p->op != CONVFIND_OP_CONV || p->dtype != CONVFIND_DTYPE_F32 || p->nsp < 2 ||
         p->group != 1 || (mt == 6 && p->math_mode != CONVFIND_MATH_ALLOW_TF32))
         return false;
-    for (int a = 0; a < 2; a++)
+    if (p->nsp == 3 && (p->stride[0] != 1 || p->k[0] > WG_MAX_DEPTH_TAPS))
+        return false;
+    for (int a = p->nsp - 2; a < p->nsp; a++)
         if (p->k[a] != 3 || p->stride[a] != 1 || p->dil[a] != 1)
             return false;
     /* 32-bit lane offsets into the padded input and into Y. */
-    int64_t th = (p->out[0] + mt - 1) / mt, tw = (p->out[1] + mt - 1) / mt;
-    double xpad = (double)p->n * (double)p->c * (double)(th * mt + 2) * (double)(tw * mt + 2);
+    int64_t th = (p->out[p->nsp - 2] + mt - 1) / mt, tw = (p->out[p->nsp - 1] + mt - 1) / mt;
+    double slices = p->nsp == 3 ? (double)(p->out[0] + (p->k[0] - 1) * p->dil[0]) : 1.0;
+    double xpad = (double)p->n * slices * (double)p->c * (double)(th * mt + 2) *
+                  (double)(tw * mt + 2);
     return xpad < 2147483647.0 && (double)p->y_elems < 2147483647.0;
 }
 
 /* Geometry of the job for vector length vl (no buffers). */
 static cf_wg_job wg_job_of(const cf_problem *p, int mt, int vl)
 {
-    cf_wg_job j = {.p = p, .mt = mt, .alpha = mt + 2, .vl = vl};
-    j.tiles_h = (p->out[0] + mt - 1) / mt;
-    j.tiles_w = (p->out[1] + mt - 1) / mt;
-    j.ntiles = p->n * j.tiles_h * j.tiles_w;
-    j.groups = (j.ntiles + vl - 1) / vl;
+    cf_wg_job j = {.p = p, .mt = mt, .alpha = mt + 2, .vl = vl, .dout = 1, .slices = 1};
+    if (p->nsp == 3) {
+        j.dout = p->out[0];
+        j.slices = p->out[0] + (p->k[0] - 1) * p->dil[0];
+    }
+    j.tiles_h = (p->out[p->nsp - 2] + mt - 1) / mt;
+    j.tiles_w = (p->out[p->nsp - 1] + mt - 1) / mt;
+    j.ntiles = p->n * j.dout * j.tiles_h * j.tiles_w;
+    j.ntiles_in = p->n * j.slices * j.tiles_h * j.tiles_w;
+    j.groups = (j.ntiles_in + vl - 1) / vl;
     j.cb = (p->c + vl - 1) / vl;
     j.kb = (p->m + vl - 1) / vl;
     j.hp = j.tiles_h * mt + 2;
     j.wp = j.tiles_w * mt + 2;
     return j;
 }
+
+/* Taps along the depth axis: 1 in 2-D. */
+static int wg_depth_taps(const cf_problem *p) { return p->nsp == 3 ? (int)p->k[0] : 1; }
 
 /* Workspace parts: padded X, V, M, and U (used when the weights are transformed per
  * execution). */
@@ -89,8 +106,9 @@ static wg_ws wg_ws_of(const cf_problem *p, const cf_wg_job *j)
     size_t pos = (size_t)(j->alpha * j->alpha), vv = (size_t)(j->vl * j->vl);
     w.v_pos = cf_ws_mul(t, cf_ws_mul(t, (size_t)j->cb, (size_t)j->groups), vv);
     w.m_pos = cf_ws_mul(t, (size_t)j->ntiles, (size_t)(j->kb * j->vl));
-    w.u_pos = cf_ws_mul(t, cf_ws_mul(t, (size_t)j->kb, (size_t)j->cb), vv);
-    size_t planes = cf_ws_mul(t, (size_t)p->n, (size_t)p->c);
+    w.u_pos = cf_ws_mul(t, cf_ws_mul(t, (size_t)j->kb, (size_t)j->cb),
+                        cf_ws_mul(t, (size_t)wg_depth_taps(p), vv));
+    size_t planes = cf_ws_mul(t, cf_ws_mul(t, (size_t)p->n, (size_t)j->slices), (size_t)p->c);
     w.x = cf_ws_take(t, cf_ws_mul(t, planes, cf_ws_mul(t, (size_t)j->hp, (size_t)j->wp)),
                      sizeof(float));
     w.v = cf_ws_take(t, cf_ws_mul(t, pos, w.v_pos), sizeof(float));
@@ -127,29 +145,33 @@ typedef struct wg_packed {
 
 #define WG_VL_MAX 16 /* the widest vector length of any ISA level */
 
-/* U = G g G^T for every (k, c), per position in cpu.direct_blocked's weight layout
- * [K / VL][C / VL][VL c][VL k] (zero-padded).  One pass over the filters, each
+/* U = G g G^T for every (k, c, depth tap), per position in cpu.direct_blocked's weight
+ * layout [K / VL][C / VL][depth tap][VL c][VL k] (zero-padded).  One pass over the filters, each
  * transformed as (G g) G^T in double.  A pass per position re-read every filter alpha^2
  * times, unvectorized: 39.5 ms for F(4x4,3x3) on 512 x 512 filters (Find pays it for
  * each Winograd candidate, a plan once), 16.7 ms now; F2 18.5 -> 3.4, F6 69 -> 30. */
 static void wg_pack(const cf_problem *p, const cf_wg_job *j, const float *w, float *dst,
                     size_t u_pos)
 {
-    const int alpha = j->alpha, vl = j->vl;
+    const int alpha = j->alpha, vl = j->vl, kd = wg_depth_taps(p);
     const double(*G)[3] = j->mt == 2 ? wg_g2 : j->mt == 4 ? wg_g4 : wg_g6;
     if (p->m % vl || p->c % vl) /* zero channels past K and C */
         for (int pos = 0; pos < alpha * alpha; pos++)
             memset(dst + (size_t)pos * u_pos, 0, u_pos * sizeof(float));
     /* In the packed order, VL output channels at a time (the innermost loops run over
      * them, so the compiler vectorizes them and each position's stores are contiguous). */
-    for (int64_t i0 = 0; i0 < j->kb * j->cb * vl * vl; i0 += vl) {
-        int64_t k0 = i0 / (j->cb * vl * vl) * vl, c = i0 / vl % (j->cb * vl);
+    const int64_t per_ob = j->cb * kd * vl * vl, per_cb = kd * vl * vl;
+    for (int64_t i0 = 0; i0 < j->kb * per_ob; i0 += vl) {
+        int64_t k0 = i0 / per_ob * vl, rest = i0 % per_ob;
+        int64_t c = rest / per_cb * vl + rest % (vl * vl) / vl, tap = rest % per_cb / (vl * vl);
         if (c >= p->c)
             continue;
         double gl[9][WG_VL_MAX], gg[8][3][WG_VL_MAX]; /* g, then G g, per lane */
         for (int co = 0; co < vl; co++)
             for (int e = 0; e < 9; e++)
-                gl[e][co] = k0 + co < p->m ? (double)w[((k0 + co) * p->c + c) * 9 + e] : 0.0;
+                gl[e][co] = k0 + co < p->m
+                                ? (double)w[(((k0 + co) * p->c + c) * kd + tap) * 9 + e]
+                                : 0.0;
         for (int r = 0; r < alpha; r++)
             for (int b = 0; b < 3; b++)
                 for (int co = 0; co < vl; co++)
@@ -218,28 +240,37 @@ typedef struct wg_run {
     cf_problem plain;  /* the problem without epilogue, for the products' stores */
     int nb, np;        /* product tile: output blocks x tiles */
     int64_t nobg, chunks;
+    /* Output tiles whose input tiles are a fixed distance further on, so that one run of
+     * products may span them: all of them where input and output planes correspond one
+     * to one (2-D, or a depth of one tap), else one image's; and that distance per span. */
+    int64_t span, span_shift;
 } wg_run;
 
-/* Pads plane (n, c) of X into xpad. */
+/* Pads plane (image n, padded slice s, channel c) of X into xpad. */
 static void wg_pad_task(void *arg, size_t index)
 {
     const wg_run *r = arg;
     const cf_wg_job *j = r->j;
     const cf_problem *p = j->p;
-    int64_t n = (int64_t)index / p->c, c = (int64_t)index % p->c;
+    int64_t c = (int64_t)index % p->c, s = (int64_t)index / p->c % j->slices;
+    int64_t n = (int64_t)index / p->c / j->slices;
     float *dst = (float *)j->xpad + index * (size_t)(j->hp * j->wp);
     memset(dst, 0, (size_t)(j->hp * j->wp) * sizeof(float));
-    int64_t ih_n = p->in[0], iw_n = p->in[1];
-    int64_t pt = p->pad_begin[0], pl = p->pad_begin[1];
+    const int ah = p->nsp - 2, aw = p->nsp - 1;
+    int64_t id_n = p->nsp == 3 ? p->in[0] : 1, id = p->nsp == 3 ? s - p->pad_begin[0] : 0;
+    if (id < 0 || id >= id_n) /* a padding plane */
+        return;
+    int64_t ih_n = p->in[ah], iw_n = p->in[aw];
+    int64_t pt = p->pad_begin[ah], pl = p->pad_begin[aw];
     int64_t w_lo = pl > 0 ? 0 : -pl, w_hi = iw_n < j->wp - pl ? iw_n : j->wp - pl;
     for (int64_t ih = pt > 0 ? 0 : -pt; ih < ih_n && ih + pt < j->hp; ih++) {
         float *row = dst + (ih + pt) * j->wp + pl;
         if (p->layout == CONVFIND_LAYOUT_NHWC) {
-            const float *src = r->x + ((n * ih_n + ih) * iw_n) * p->c + c;
+            const float *src = r->x + (((n * id_n + id) * ih_n + ih) * iw_n) * p->c + c;
             for (int64_t iw = w_lo; iw < w_hi; iw++)
                 row[iw] = src[iw * p->c];
         } else if (w_hi > w_lo) {
-            const float *src = r->x + ((n * p->c + c) * ih_n + ih) * iw_n;
+            const float *src = r->x + (((n * p->c + c) * id_n + id) * ih_n + ih) * iw_n;
             memcpy(row + w_lo, src + w_lo, (size_t)(w_hi - w_lo) * sizeof(float));
         }
     }
@@ -251,25 +282,32 @@ static void wg_input_task(void *arg, size_t index)
     r->k->input(r->j, index);
 }
 
-/* One position, one group of nb output blocks, WG_RUNS_PER_TASK runs of np tiles: the
- * products as a 1x1 convolution on the direct tile kernel, stored raw into M. */
+/* One position, one group of nb output blocks, WG_RUNS_PER_TASK runs of np tiles of one
+ * span: the products as a convolution of one tap per depth tap on the direct tile
+ * kernel, stored raw into M. */
 static void wg_product_task(void *arg, size_t index)
 {
     const wg_run *r = arg;
     const cf_wg_job *j = r->j;
-    int vl = j->vl;
-    int64_t chunk = (int64_t)index % r->chunks;
-    int64_t rest = (int64_t)index / r->chunks;
+    int vl = j->vl, kd = wg_depth_taps(j->p);
+    int64_t chunk = (int64_t)index % r->chunks, rest = (int64_t)index / r->chunks;
+    int64_t spans = j->ntiles / r->span, span = rest % spans;
+    rest /= spans;
     int64_t obg = rest % r->nobg, pos = rest / r->nobg;
-    static const cf_dbk_tap tap0 = {0, 0};
-    const float *v = j->v + (size_t)pos * j->v_pos;
+    cf_dbk_tap taps[WG_MAX_DEPTH_TAPS]; /* tap d reads the input plane d dilations on */
+    for (int d = 0; d < kd; d++)
+        taps[d] = (cf_dbk_tap){.x = (ptrdiff_t)(d * (j->p->nsp == 3 ? j->p->dil[0] : 1) *
+                                                j->tiles_h * j->tiles_w * vl),
+                               .w = (ptrdiff_t)(d * vl * vl)};
+    const float *v = j->v + (size_t)pos * j->v_pos + span * r->span_shift * vl;
     const float *u = r->u + (size_t)pos * r->u_pos;
     float *mo = j->mo + (size_t)pos * j->mo_pos;
-    int64_t w_ob = j->cb * vl * vl, ob0 = obg * r->nb;
+    int64_t w_ob = j->cb * kd * vl * vl, ob0 = obg * r->nb;
     int64_t obn = j->kb - ob0 < r->nb ? j->kb - ob0 : r->nb;
-    int64_t t_lo = chunk * WG_RUNS_PER_TASK * r->np;
-    int64_t t_hi = t_lo + WG_RUNS_PER_TASK * r->np < j->ntiles ? t_lo + WG_RUNS_PER_TASK * r->np
-                                                                : j->ntiles;
+    int64_t t_lo = span * r->span + chunk * WG_RUNS_PER_TASK * r->np;
+    int64_t t_hi = t_lo + WG_RUNS_PER_TASK * r->np < (span + 1) * r->span
+                       ? t_lo + WG_RUNS_PER_TASK * r->np
+                       : (span + 1) * r->span;
     for (int64_t t0 = t_lo; t0 < t_hi; t0 += r->np) {
         int np = t_hi - t0 < r->np ? (int)(t_hi - t0) : r->np;
         for (int64_t ob = ob0; ob < ob0 + obn;) {
@@ -279,12 +317,12 @@ static void wg_product_task(void *arg, size_t index)
             int64_t nm = j->p->m - ob * vl < nb * vl ? j->p->m - ob * vl : nb * vl;
             cf_dbk_tile t = {
                 .x = v + t0 * vl,
-                .tap = &tap0,
-                .ntaps = 1,
+                .tap = taps,
+                .ntaps = kd,
                 .ncb = (int)j->cb,
                 .x_cb = (ptrdiff_t)(j->groups * vl * vl),
                 .w = u + ob * w_ob,
-                .w_cb = (ptrdiff_t)(vl * vl),
+                .w_cb = (ptrdiff_t)(kd * vl * vl),
                 .w_ob = (ptrdiff_t)w_ob,
                 .nb = nb,
                 .np = np,
@@ -310,12 +348,13 @@ static void wg_output_task(void *arg, size_t index)
 
 /* The product tile: the most accumulators per run of tiles, as cpu.direct_blocked picks
  * its tile for a row. */
-static void wg_choose_tile(const cf_dbk_kernels *dk, const cf_wg_job *j, int *nb_out, int *np_out)
+static void wg_choose_tile(const cf_dbk_kernels *dk, const cf_wg_job *j, int64_t span,
+                           int *nb_out, int *np_out)
 {
     int best_nb = 1, best_np = 1, best = 0;
     for (int nb = 1; nb <= 4 && (nb == 1 || nb <= j->kb); nb++) {
-        int64_t runs = (j->ntiles + dk->max_np[nb] - 1) / dk->max_np[nb];
-        int np = (int)((j->ntiles + runs - 1) / runs);
+        int64_t runs = (span + dk->max_np[nb] - 1) / dk->max_np[nb];
+        int np = (int)((span + runs - 1) / runs);
         if (nb * np >= best) {
             best = nb * np;
             best_nb = nb;
@@ -357,13 +396,17 @@ static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, in
     }
     wg_run run = {.j = &j, .k = k, .dk = dk, .x = a->x, .u = u, .u_pos = ws.u_pos, .plain = *p};
     run.plain.act = CONVFIND_ACT_NONE;
-    wg_choose_tile(dk, &j, &run.nb, &run.np);
+    bool one_to_one = j.slices == j.dout;
+    run.span = one_to_one ? j.ntiles : j.dout * j.tiles_h * j.tiles_w;
+    run.span_shift = one_to_one ? 0 : (j.slices - j.dout) * j.tiles_h * j.tiles_w;
+    wg_choose_tile(dk, &j, run.span, &run.nb, &run.np);
     run.nobg = (j.kb + run.nb - 1) / run.nb;
-    run.chunks = (j.ntiles + WG_RUNS_PER_TASK * run.np - 1) / (WG_RUNS_PER_TASK * run.np);
-    size_t positions = (size_t)(j.alpha * j.alpha);
-    cf_parallel_for(a->pool, (size_t)(p->n * p->c), wg_pad_task, &run);
+    run.chunks = (run.span + WG_RUNS_PER_TASK * run.np - 1) / (WG_RUNS_PER_TASK * run.np);
+    size_t positions = (size_t)(j.alpha * j.alpha), spans = (size_t)(j.ntiles / run.span);
+    cf_parallel_for(a->pool, (size_t)(p->n * j.slices * p->c), wg_pad_task, &run);
     cf_parallel_for(a->pool, (size_t)(j.cb * j.groups), wg_input_task, &run);
-    cf_parallel_for(a->pool, positions * (size_t)(run.nobg * run.chunks), wg_product_task, &run);
+    cf_parallel_for(a->pool, positions * (size_t)(run.nobg * spans * run.chunks), wg_product_task,
+                    &run);
     cf_parallel_for(a->pool, (size_t)(j.ntiles / j.tiles_w * j.kb), wg_output_task, &run);
     return CONVFIND_OK;
 }

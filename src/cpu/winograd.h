@@ -9,9 +9,15 @@
  * register-blocked tile kernel of cpu.direct_blocked (direct_blocked.h) as a 1x1
  * convolution: "pixels" are tiles, V_pos is its channel-blocked input and U_pos its
  * packed weights, so they run as fast as the direct convolution's inner loop.
+ * A 3-D convolution whose last two axes are 3x3 of stride 1 (depth: up to 16 taps, any
+ * dilation and pads, stride 1) is a sum of 2-D ones, one per depth tap, each on the input plane
+ * the tap reads: V is computed once per padded input plane, and an output plane's
+ * products reduce over (depth tap, C), each depth tap a tap of the tile kernel that
+ * selects its input plane and its own U.  No transform is repeated per tap.
  * Layouts per position, VL = the ISA's vector length:
- *   V  [C / VL][groups * VL tiles][VL channels]   (zero past C and past the last tile)
- *   M  [tile][kb * VL channels]
+ *   V  [C / VL][groups * VL input tiles][VL channels]  (zero past C and the last tile)
+ *   U  [K / VL][C / VL][depth tap][VL c][VL k]          (zero past C and K)
+ *   M  [output tile][kb * VL channels]
  * The kernels work on VL tiles or VL channels at once:
  *   input   gathers the alpha x alpha patches of VL tiles (one per lane) for each of VL
  *           channels from the padded input, transforms them, and transposes each
@@ -31,13 +37,17 @@
 typedef struct cf_wg_job {
     const cf_problem *p;
     int mt, alpha, vl;        /* output tile size (2, 4 or 6), alpha = mt + 2, vector length */
-    int64_t tiles_h, tiles_w; /* tiles per image */
-    int64_t ntiles;           /* N * tiles_h * tiles_w;
-                                 tile t = (n * tiles_h + ty) * tiles_w + tx */
-    int64_t groups;           /* groups of VL tiles: ceil(ntiles / VL) */
+    int64_t tiles_h, tiles_w; /* tiles per plane (the last two spatial axes) */
+    int64_t dout, slices;     /* output planes and padded input planes per image: 1 and 1
+                                 in 2-D, D_out and D_out + (taps - 1) * dilation in 3-D */
+    int64_t ntiles;           /* output tiles, N * dout * tiles_h * tiles_w;
+                                 tile t = ((n * dout + od) * tiles_h + ty) * tiles_w + tx */
+    int64_t ntiles_in;        /* input tiles, N * slices * tiles_h * tiles_w, numbered
+                                 the same way with the padded input plane for od */
+    int64_t groups;           /* groups of VL input tiles: ceil(ntiles_in / VL) */
     int64_t cb, kb;           /* blocks of VL input / output channels */
     int64_t hp, wp;           /* padded input plane: tiles_h * mt + 2 by tiles_w * mt + 2 */
-    const float *xpad;        /* [N][C][hp][wp], zero outside X */
+    const float *xpad;        /* [N * slices][C][hp][wp], zero outside X */
     float *v;                 /* alpha^2 positions of V */
     size_t v_pos;             /* floats per position of v: cb * groups * VL * VL */
     float *mo;                /* alpha^2 positions of M */

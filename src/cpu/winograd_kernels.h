@@ -89,7 +89,8 @@ WG_INLINE void wg_out_1d(const int mt, const cf_vf *m, cf_vf *o, const int st_in
     o[3 * st_out] = cf_vadd(cf_vfma(cf_vbcast(8.0f), d, b), m[5 * st_in]);
 }
 
-/* Lane coordinates of tile group g: image, tile row, tile column; mask of real tiles. */
+/* Lane coordinates of input tile group g: padded input plane (image and slice), tile
+ * row, tile column; mask of real tiles. */
 typedef struct wg_lanes {
     int32_t n[CF_VL], ty[CF_VL], tx[CF_VL];
     unsigned mask;
@@ -98,13 +99,13 @@ typedef struct wg_lanes {
 static wg_lanes wg_lanes_of(const cf_wg_job *j, int64_t g)
 {
     wg_lanes L = {.mask = 0};
-    int64_t per_image = j->tiles_h * j->tiles_w;
+    int64_t per_plane = j->tiles_h * j->tiles_w;
     for (int l = 0; l < CF_VL; l++) {
         int64_t t = g * CF_VL + l;
-        bool real = t < j->ntiles;
+        bool real = t < j->ntiles_in;
         int64_t tt = real ? t : 0;
-        L.n[l] = (int32_t)(tt / per_image);
-        L.ty[l] = (int32_t)(tt % per_image / j->tiles_w);
+        L.n[l] = (int32_t)(tt / per_plane);
+        L.ty[l] = (int32_t)(tt % per_plane / j->tiles_w);
         L.tx[l] = (int32_t)(tt % j->tiles_w);
         L.mask |= (unsigned)real << l;
     }
@@ -164,9 +165,10 @@ WG_INLINE void wg_output_tile(const cf_wg_job *j, int64_t t, int64_t k0, const i
     const int alpha = mt + 2;
     const cf_problem *p = j->p;
     int cnt = p->m - k0 < CF_VL ? (int)(p->m - k0) : CF_VL;
-    int64_t per_image = j->tiles_h * j->tiles_w;
-    int64_t n = t / per_image, ty = t % per_image / j->tiles_w, tx = t % j->tiles_w;
-    int64_t oh_n = p->out[0], ow_n = p->out[1];
+    int64_t per_plane = j->tiles_h * j->tiles_w;
+    int64_t n = t / per_plane / j->dout, ty = t % per_plane / j->tiles_w, tx = t % j->tiles_w;
+    int64_t oh_n = p->out[p->nsp - 2], ow_n = p->out[p->nsp - 1];
+    int64_t plane0 = t / per_plane % j->dout * oh_n * ow_n; /* the output plane's first pixel */
 
     const float *src = j->mo + (size_t)(t * j->kb * CF_VL + k0);
 #pragma GCC unroll 64
@@ -187,7 +189,7 @@ WG_INLINE void wg_output_tile(const cf_wg_job *j, int64_t t, int64_t k0, const i
     unsigned mask = (unsigned)((1ull << cnt) - 1);
     for (int r = 0; r < mt && ty * mt + r < oh_n; r++) {
         for (int q = 0; q < mt && tx * mt + q < ow_n; q++) {
-            int64_t pix = (ty * mt + r) * ow_n + tx * mt + q;
+            int64_t pix = plane0 + (ty * mt + r) * ow_n + tx * mt + q;
             cf_vf v = cf_vadd(y[r * mt + q], bias);
             if (nhwc) {
                 size_t off = (size_t)((n * p->out_sp + pix) * p->m + k0);

@@ -323,20 +323,25 @@ static void gen_depthwise_3x3(rng *r, tconv *t)
     t->layout = CONVFIND_LAYOUT_NCHW;
 }
 
-/* Winograd's domain: 2-D 3x3, stride 1, dilation 1, group 1; odd sizes so that edge
- * tiles are partial, and channel counts that cross sgemm's panel edges. */
+/* Winograd's domain: 3x3, stride 1, dilation 1, group 1 on the last two axes; odd sizes
+ * so that edge tiles are partial, and channel counts that cross the vector blocks.  A
+ * third of the problems are 3-D: 1 to 3 depth taps of dilation 1 or 2 with any pads
+ * (planes of padding alone included), so that the input planes a run of products reads
+ * are some planes further on than its output planes, and images apart by more. */
 static void gen_winograd(rng *r, tconv *t)
 {
     memset(t, 0, sizeof *t);
-    t->nsp = 2;
+    t->nsp = rnd(r) % 3 == 0 ? 3 : 2;
     t->n = rnd_in(r, 1, 2);
     t->g = 1;
     t->c = rnd_in(r, 1, 40);
     t->m = rnd_in(r, 1, 40);
     for (int a = 0; a < 3; a++)
         t->in[a] = t->k[a] = t->s[a] = t->d[a] = 1;
-    for (int a = 0; a < 2; a++)
-        random_axis(r, t, a, 3, 1, 1, 23);
+    if (t->nsp == 3)
+        random_axis(r, t, 0, rnd_in(r, 1, 3), 1, rnd_in(r, 1, 2), 5);
+    for (int a = t->nsp - 2; a < t->nsp; a++)
+        random_axis(r, t, a, 3, 1, 1, t->nsp == 3 ? 13 : 23);
     random_epilogue(r, t);
 }
 
@@ -742,40 +747,61 @@ static void test_winograd_small_workspace(void **state)
     check_small_workspace(winograd_f6.algo, gen_winograd6);
 }
 
-/* Only 2-D 3x3 stride 1 dilation 1 group 1; F(6x6,3x3) only where the math mode allows
- * reduced precision. */
+/* Only 3x3 of stride 1 and dilation 1 on the last two axes, group 1; in 3-D a depth of
+ * stride 1 and up to 16 taps, any dilation; not 1-D; F(6x6,3x3) only where the math
+ * mode allows reduced precision. */
 static void test_winograd_applicability(void **state)
 {
     (void)state;
     rng r = {11};
-    tconv t;
-    gen_winograd6(&r, &t);
-    convfind_problem *p = make_problem(&t);
     const char *names[3] = {winograd_f2.algo, winograd_f4.algo, winograd_f6.algo};
-    for (int i = 0; i < 3; i++) {
-        const cf_algo *algo = cf_backend_find(cf_backend_host(), names[i]);
-        assert_non_null(algo);
-        cf_problem q = *p;
-        assert_true(algo->applicable(&q));
-        q.stride[1] = 2;
-        assert_false(algo->applicable(&q));
-        q = *p;
-        q.dil[0] = 2;
-        assert_false(algo->applicable(&q));
-        q = *p;
-        q.k[1] = 5;
-        assert_false(algo->applicable(&q));
-        q = *p;
-        q.group = 2;
-        assert_false(algo->applicable(&q));
-        q = *p;
-        q.op = CONVFIND_OP_CONV_TRANSPOSE;
-        assert_false(algo->applicable(&q));
-        q = *p;
-        q.math_mode = CONVFIND_MATH_STRICT;
-        assert_true(algo->applicable(&q) == (i < 2));
+    for (int nsp = 2; nsp <= 3; nsp++) {
+        tconv t;
+        do
+            gen_winograd6(&r, &t);
+        while (t.nsp != nsp);
+        convfind_problem *p = make_problem(&t);
+        const int ah = nsp - 2, aw = nsp - 1;
+        for (int i = 0; i < 3; i++) {
+            const cf_algo *algo = cf_backend_find(cf_backend_host(), names[i]);
+            assert_non_null(algo);
+            cf_problem q = *p;
+            assert_true(algo->applicable(&q));
+            q.stride[aw] = 2;
+            assert_false(algo->applicable(&q));
+            q = *p;
+            q.dil[ah] = 2;
+            assert_false(algo->applicable(&q));
+            q = *p;
+            q.k[aw] = 5;
+            assert_false(algo->applicable(&q));
+            q = *p;
+            q.group = 2;
+            assert_false(algo->applicable(&q));
+            q = *p;
+            q.op = CONVFIND_OP_CONV_TRANSPOSE;
+            assert_false(algo->applicable(&q));
+            q = *p;
+            q.math_mode = CONVFIND_MATH_STRICT;
+            assert_true(algo->applicable(&q) == (i < 2));
+            q = *p;
+            q.nsp = 1;
+            assert_false(algo->applicable(&q));
+            if (nsp == 3) {
+                q = *p;
+                q.dil[0] = 2;
+                assert_true(algo->applicable(&q));
+                q.k[0] = 16;
+                assert_true(algo->applicable(&q));
+                q.k[0] = 17;
+                assert_false(algo->applicable(&q));
+                q = *p;
+                q.stride[0] = 2;
+                assert_false(algo->applicable(&q));
+            }
+        }
+        convfind_problem_destroy(p);
     }
-    convfind_problem_destroy(p);
 }
 
 static void test_direct_blocked_random(void **state)
