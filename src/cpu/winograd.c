@@ -1,13 +1,13 @@
 /*
  * winograd.c - "cpu.winograd_f2x3", "cpu.winograd_f4x3" and "cpu.winograd_f6x3":
  * Winograd F(2x2,3x3), F(4x4,3x3) and F(6x6,3x3) for convolutions whose last two axes
- * are 3x3 with stride 1 and dilation 1, group 1: 2-D, and 3-D with up to 16 depth taps
+ * are 3x3 with stride 1 (any dilation), group 1: 2-D, and 3-D with up to 16 depth taps
  * of stride 1 (any pads, both layouts).  winograd.h describes the method and the data
  * layout.  F(6x6,3x3) is 1.4-2x less accurate than F(4x4,3x3) (10x less than
  * direct convolution) on ResNet-50's layers, so it is only applicable to problems whose
  * math mode allows reduced precision (CONVFIND_MATH_ALLOW_TF32: docs/winograd.md).
  *
- * An execution runs four parallel phases: pad X into [N][D'][C][H'][W'], transform the
+ * An execution runs four parallel steps: pad X into [N][D'][phase][C][H'][W'], transform the
  * input tiles (per block of channels and group of tiles), the alpha^2 products on
  * cpu.direct_blocked's tile kernel (per position, group of output blocks and run of
  * tiles), and transform the output with the fused epilogue (per row of tiles and block
@@ -46,6 +46,30 @@ static const double wg_g6[8][3] = {{1, 0, 0},
                                    {32.0 / 45, -16.0 / 45, 8.0 / 45},
                                    {0, 0, 1}};
 
+/* Geometry of the job for vector length vl (no buffers). */
+static cf_wg_job wg_job_of(const cf_problem *p, int mt, int vl)
+{
+    cf_wg_job j = {.p = p, .mt = mt, .alpha = mt + 2, .vl = vl, .dout = 1, .slices = 1};
+    const int ah = p->nsp - 2, aw = p->nsp - 1;
+    if (p->nsp == 3) {
+        j.dout = p->out[0];
+        j.slices = p->out[0] + (p->k[0] - 1) * p->dil[0];
+    }
+    j.dh = p->dil[ah];
+    j.dw = p->dil[aw];
+    j.tiles_h = ((p->out[ah] + j.dh - 1) / j.dh + mt - 1) / mt;
+    j.tiles_w = ((p->out[aw] + j.dw - 1) / j.dw + mt - 1) / mt;
+    int64_t per_slice = j.dh * j.dw * j.tiles_h * j.tiles_w;
+    j.ntiles = p->n * j.dout * per_slice;
+    j.ntiles_in = p->n * j.slices * per_slice;
+    j.groups = (j.ntiles_in + vl - 1) / vl;
+    j.cb = (p->c + vl - 1) / vl;
+    j.kb = (p->m + vl - 1) / vl;
+    j.hp = j.tiles_h * mt + 2;
+    j.wp = j.tiles_w * mt + 2;
+    return j;
+}
+
 /* Depth taps a 3-D problem may have: the product tasks keep one cf_dbk_tap per tap on
  * their stack. */
 #define WG_MAX_DEPTH_TAPS 16
@@ -58,34 +82,13 @@ static bool wg_applicable(const cf_problem *p, int mt)
     if (p->nsp == 3 && (p->stride[0] != 1 || p->k[0] > WG_MAX_DEPTH_TAPS))
         return false;
     for (int a = p->nsp - 2; a < p->nsp; a++)
-        if (p->k[a] != 3 || p->stride[a] != 1 || p->dil[a] != 1)
+        if (p->k[a] != 3 || p->stride[a] != 1)
             return false;
     /* 32-bit lane offsets into the padded input and into Y. */
-    int64_t th = (p->out[p->nsp - 2] + mt - 1) / mt, tw = (p->out[p->nsp - 1] + mt - 1) / mt;
-    double slices = p->nsp == 3 ? (double)(p->out[0] + (p->k[0] - 1) * p->dil[0]) : 1.0;
-    double xpad = (double)p->n * slices * (double)p->c * (double)(th * mt + 2) *
-                  (double)(tw * mt + 2);
+    cf_wg_job j = wg_job_of(p, mt, 1);
+    double xpad = (double)j.ntiles_in / (double)(j.tiles_h * j.tiles_w) * (double)p->c *
+                  (double)j.hp * (double)j.wp;
     return xpad < 2147483647.0 && (double)p->y_elems < 2147483647.0;
-}
-
-/* Geometry of the job for vector length vl (no buffers). */
-static cf_wg_job wg_job_of(const cf_problem *p, int mt, int vl)
-{
-    cf_wg_job j = {.p = p, .mt = mt, .alpha = mt + 2, .vl = vl, .dout = 1, .slices = 1};
-    if (p->nsp == 3) {
-        j.dout = p->out[0];
-        j.slices = p->out[0] + (p->k[0] - 1) * p->dil[0];
-    }
-    j.tiles_h = (p->out[p->nsp - 2] + mt - 1) / mt;
-    j.tiles_w = (p->out[p->nsp - 1] + mt - 1) / mt;
-    j.ntiles = p->n * j.dout * j.tiles_h * j.tiles_w;
-    j.ntiles_in = p->n * j.slices * j.tiles_h * j.tiles_w;
-    j.groups = (j.ntiles_in + vl - 1) / vl;
-    j.cb = (p->c + vl - 1) / vl;
-    j.kb = (p->m + vl - 1) / vl;
-    j.hp = j.tiles_h * mt + 2;
-    j.wp = j.tiles_w * mt + 2;
-    return j;
 }
 
 /* Taps along the depth axis: 1 in 2-D. */
@@ -108,7 +111,7 @@ static wg_ws wg_ws_of(const cf_problem *p, const cf_wg_job *j)
     w.m_pos = cf_ws_mul(t, (size_t)j->ntiles, (size_t)(j->kb * j->vl));
     w.u_pos = cf_ws_mul(t, cf_ws_mul(t, (size_t)j->kb, (size_t)j->cb),
                         cf_ws_mul(t, (size_t)wg_depth_taps(p), vv));
-    size_t planes = cf_ws_mul(t, cf_ws_mul(t, (size_t)p->n, (size_t)j->slices), (size_t)p->c);
+    size_t planes = cf_ws_mul(t, (size_t)(j->ntiles_in / (j->tiles_h * j->tiles_w)), (size_t)p->c);
     w.x = cf_ws_take(t, cf_ws_mul(t, planes, cf_ws_mul(t, (size_t)j->hp, (size_t)j->wp)),
                      sizeof(float));
     w.v = cf_ws_take(t, cf_ws_mul(t, pos, w.v_pos), sizeof(float));
@@ -246,14 +249,26 @@ typedef struct wg_run {
     int64_t span, span_shift;
 } wg_run;
 
-/* Pads plane (image n, padded slice s, channel c) of X into xpad. */
+/* The first index i >= 0 with 0 <= o + d i, and the first with o + d i >= hi: the
+ * positions of a phase's padded row (or column) that read X's pixels o + d i in [0, hi). */
+static void wg_inside(int64_t o, int64_t d, int64_t hi, int64_t *lo_out, int64_t *hi_out)
+{
+    int64_t lo = o >= 0 ? 0 : (-o + d - 1) / d;
+    int64_t end = o >= hi ? 0 : (hi - o + d - 1) / d;
+    *lo_out = lo;
+    *hi_out = end > lo ? end : lo;
+}
+
+/* Pads phase (a, b) of plane (image n, padded slice s), channel c, of X into xpad: its
+ * position (r, q) holds X's pixel (a - pad_h + dh r, b - pad_w + dw q), or zero. */
 static void wg_pad_task(void *arg, size_t index)
 {
     const wg_run *r = arg;
     const cf_wg_job *j = r->j;
     const cf_problem *p = j->p;
-    int64_t c = (int64_t)index % p->c, s = (int64_t)index / p->c % j->slices;
-    int64_t n = (int64_t)index / p->c / j->slices;
+    int64_t c = (int64_t)index % p->c, plane = (int64_t)index / p->c;
+    int64_t b = plane % j->dw, a = plane / j->dw % j->dh, img = plane / (j->dh * j->dw);
+    int64_t s = img % j->slices, n = img / j->slices;
     float *dst = (float *)j->xpad + index * (size_t)(j->hp * j->wp);
     memset(dst, 0, (size_t)(j->hp * j->wp) * sizeof(float));
     const int ah = p->nsp - 2, aw = p->nsp - 1;
@@ -261,18 +276,25 @@ static void wg_pad_task(void *arg, size_t index)
     if (id < 0 || id >= id_n) /* a padding plane */
         return;
     int64_t ih_n = p->in[ah], iw_n = p->in[aw];
-    int64_t pt = p->pad_begin[ah], pl = p->pad_begin[aw];
-    int64_t w_lo = pl > 0 ? 0 : -pl, w_hi = iw_n < j->wp - pl ? iw_n : j->wp - pl;
-    for (int64_t ih = pt > 0 ? 0 : -pt; ih < ih_n && ih + pt < j->hp; ih++) {
-        float *row = dst + (ih + pt) * j->wp + pl;
-        if (p->layout == CONVFIND_LAYOUT_NHWC) {
-            const float *src = r->x + (((n * id_n + id) * ih_n + ih) * iw_n) * p->c + c;
-            for (int64_t iw = w_lo; iw < w_hi; iw++)
-                row[iw] = src[iw * p->c];
-        } else if (w_hi > w_lo) {
-            const float *src = r->x + (((n * p->c + c) * id_n + id) * ih_n + ih) * iw_n;
-            memcpy(row + w_lo, src + w_lo, (size_t)(w_hi - w_lo) * sizeof(float));
-        }
+    int64_t oh = a - p->pad_begin[ah], ow = b - p->pad_begin[aw]; /* X's pixel at (0, 0) */
+    int64_t r_lo, r_hi, q_lo, q_hi;
+    wg_inside(oh, j->dh, ih_n, &r_lo, &r_hi);
+    wg_inside(ow, j->dw, iw_n, &q_lo, &q_hi);
+    r_hi = r_hi < j->hp ? r_hi : j->hp;
+    q_hi = q_hi < j->wp ? q_hi : j->wp;
+    /* X's plane and the floats between its pixels (NHWC: C; NCHW: 1). */
+    bool nhwc = p->layout == CONVFIND_LAYOUT_NHWC;
+    ptrdiff_t ch = nhwc ? (ptrdiff_t)p->c : 1;
+    const float *plane_x = r->x + (nhwc ? (n * id_n + id) * ih_n * iw_n * p->c + c
+                                        : ((n * p->c + c) * id_n + id) * ih_n * iw_n);
+    for (int64_t rr = r_lo; rr < r_hi; rr++) {
+        float *row = dst + rr * j->wp;
+        const float *src = plane_x + (oh + j->dh * rr) * iw_n * ch;
+        if (ch == 1 && j->dw == 1 && q_hi > q_lo)
+            memcpy(row + q_lo, src + ow + q_lo, (size_t)(q_hi - q_lo) * sizeof(float));
+        else
+            for (int64_t q = q_lo; q < q_hi; q++)
+                row[q] = src[(ow + j->dw * q) * ch];
     }
 }
 
@@ -295,9 +317,10 @@ static void wg_product_task(void *arg, size_t index)
     rest /= spans;
     int64_t obg = rest % r->nobg, pos = rest / r->nobg;
     cf_dbk_tap taps[WG_MAX_DEPTH_TAPS]; /* tap d reads the input plane d dilations on */
+    int64_t per_slice = j->ntiles_in / (j->p->n * j->slices);
     for (int d = 0; d < kd; d++)
         taps[d] = (cf_dbk_tap){.x = (ptrdiff_t)(d * (j->p->nsp == 3 ? j->p->dil[0] : 1) *
-                                                j->tiles_h * j->tiles_w * vl),
+                                                per_slice * vl),
                                .w = (ptrdiff_t)(d * vl * vl)};
     const float *v = j->v + (size_t)pos * j->v_pos + span * r->span_shift * vl;
     const float *u = r->u + (size_t)pos * r->u_pos;
@@ -397,13 +420,15 @@ static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, in
     wg_run run = {.j = &j, .k = k, .dk = dk, .x = a->x, .u = u, .u_pos = ws.u_pos, .plain = *p};
     run.plain.act = CONVFIND_ACT_NONE;
     bool one_to_one = j.slices == j.dout;
-    run.span = one_to_one ? j.ntiles : j.dout * j.tiles_h * j.tiles_w;
-    run.span_shift = one_to_one ? 0 : (j.slices - j.dout) * j.tiles_h * j.tiles_w;
+    int64_t per_slice = j.ntiles_in / (p->n * j.slices);
+    run.span = one_to_one ? j.ntiles : j.dout * per_slice;
+    run.span_shift = one_to_one ? 0 : (j.slices - j.dout) * per_slice;
     wg_choose_tile(dk, &j, run.span, &run.nb, &run.np);
     run.nobg = (j.kb + run.nb - 1) / run.nb;
     run.chunks = (run.span + WG_RUNS_PER_TASK * run.np - 1) / (WG_RUNS_PER_TASK * run.np);
     size_t positions = (size_t)(j.alpha * j.alpha), spans = (size_t)(j.ntiles / run.span);
-    cf_parallel_for(a->pool, (size_t)(p->n * j.slices * p->c), wg_pad_task, &run);
+    cf_parallel_for(a->pool, (size_t)(j.ntiles_in / (j.tiles_h * j.tiles_w) * p->c), wg_pad_task,
+                    &run);
     cf_parallel_for(a->pool, (size_t)(j.cb * j.groups), wg_input_task, &run);
     cf_parallel_for(a->pool, positions * (size_t)(run.nobg * spans * run.chunks), wg_product_task,
                     &run);

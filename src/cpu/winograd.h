@@ -13,7 +13,9 @@
  * dilation and pads, stride 1) is a sum of 2-D ones, one per depth tap, each on the input plane
  * the tap reads: V is computed once per padded input plane, and an output plane's
  * products reduce over (depth tap, C), each depth tap a tap of the tile kernel that
- * selects its input plane and its own U.  No transform is repeated per tap.
+ * selects its input plane and its own U.  No transform is repeated per tap.  A dilation
+ * d of the 3x3 axes splits each plane into d x d phases (every d-th pixel from each
+ * offset), each an undilated 3x3 convolution of its own: more, smaller planes.
  * Layouts per position, VL = the ISA's vector length:
  *   V  [C / VL][groups * VL input tiles][VL channels]  (zero past C and the last tile)
  *   U  [K / VL][C / VL][depth tap][VL c][VL k]          (zero past C and K)
@@ -37,17 +39,21 @@
 typedef struct cf_wg_job {
     const cf_problem *p;
     int mt, alpha, vl;        /* output tile size (2, 4 or 6), alpha = mt + 2, vector length */
-    int64_t tiles_h, tiles_w; /* tiles per plane (the last two spatial axes) */
     int64_t dout, slices;     /* output planes and padded input planes per image: 1 and 1
                                  in 2-D, D_out and D_out + (taps - 1) * dilation in 3-D */
-    int64_t ntiles;           /* output tiles, N * dout * tiles_h * tiles_w;
-                                 tile t = ((n * dout + od) * tiles_h + ty) * tiles_w + tx */
-    int64_t ntiles_in;        /* input tiles, N * slices * tiles_h * tiles_w, numbered
-                                 the same way with the padded input plane for od */
+    int64_t dh, dw;           /* phases of each plane: the dilations of its two axes.
+                                 Phase (a, b) holds the pixels (a + dh i, b + dw j),
+                                 on which the dilated 3x3 is an undilated one */
+    int64_t tiles_h, tiles_w; /* tiles per phase: ceil(ceil(H_out / dh) / mt), ... */
+    int64_t ntiles;           /* output tiles, N * dout * dh * dw * tiles_h * tiles_w;
+                                 tile t = ((((n * dout + od) * dh + a) * dw + b) * tiles_h
+                                 + ty) * tiles_w + tx */
+    int64_t ntiles_in;        /* input tiles, N * slices * dh * dw * tiles_h * tiles_w,
+                                 numbered the same way with the padded input plane */
     int64_t groups;           /* groups of VL input tiles: ceil(ntiles_in / VL) */
     int64_t cb, kb;           /* blocks of VL input / output channels */
-    int64_t hp, wp;           /* padded input plane: tiles_h * mt + 2 by tiles_w * mt + 2 */
-    const float *xpad;        /* [N * slices][C][hp][wp], zero outside X */
+    int64_t hp, wp;           /* padded input phase: tiles_h * mt + 2 by tiles_w * mt + 2 */
+    const float *xpad;        /* [N * slices * dh * dw][C][hp][wp], zero outside X */
     float *v;                 /* alpha^2 positions of V */
     size_t v_pos;             /* floats per position of v: cb * groups * VL * VL */
     float *mo;                /* alpha^2 positions of M */

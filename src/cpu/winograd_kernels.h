@@ -165,10 +165,13 @@ WG_INLINE void wg_output_tile(const cf_wg_job *j, int64_t t, int64_t k0, const i
     const int alpha = mt + 2;
     const cf_problem *p = j->p;
     int cnt = p->m - k0 < CF_VL ? (int)(p->m - k0) : CF_VL;
-    int64_t per_plane = j->tiles_h * j->tiles_w;
-    int64_t n = t / per_plane / j->dout, ty = t % per_plane / j->tiles_w, tx = t % j->tiles_w;
+    int64_t per_plane = j->tiles_h * j->tiles_w, plane = t / per_plane;
+    int64_t ty = t % per_plane / j->tiles_w, tx = t % j->tiles_w;
+    /* The tile's phase (a, b) of output plane img = n * dout + od. */
+    int64_t b = plane % j->dw, a = plane / j->dw % j->dh, img = plane / (j->dh * j->dw);
+    int64_t n = img / j->dout;
     int64_t oh_n = p->out[p->nsp - 2], ow_n = p->out[p->nsp - 1];
-    int64_t plane0 = t / per_plane % j->dout * oh_n * ow_n; /* the output plane's first pixel */
+    int64_t plane0 = img % j->dout * oh_n * ow_n; /* the output plane's first pixel */
 
     const float *src = j->mo + (size_t)(t * j->kb * CF_VL + k0);
 #pragma GCC unroll 64
@@ -187,9 +190,9 @@ WG_INLINE void wg_output_tile(const cf_wg_job *j, int64_t t, int64_t k0, const i
     for (int l = 0; l < CF_VL; l++)
         idx[l] = (int32_t)(l * p->out_sp); /* NCHW: channels are planes apart */
     unsigned mask = (unsigned)((1ull << cnt) - 1);
-    for (int r = 0; r < mt && ty * mt + r < oh_n; r++) {
-        for (int q = 0; q < mt && tx * mt + q < ow_n; q++) {
-            int64_t pix = plane0 + (ty * mt + r) * ow_n + tx * mt + q;
+    for (int r = 0; r < mt && a + j->dh * (ty * mt + r) < oh_n; r++) {
+        for (int q = 0; q < mt && b + j->dw * (tx * mt + q) < ow_n; q++) {
+            int64_t pix = plane0 + (a + j->dh * (ty * mt + r)) * ow_n + b + j->dw * (tx * mt + q);
             cf_vf v = cf_vadd(y[r * mt + q], bias);
             if (nhwc) {
                 size_t off = (size_t)((n * p->out_sp + pix) * p->m + k0);

@@ -323,11 +323,13 @@ static void gen_depthwise_3x3(rng *r, tconv *t)
     t->layout = CONVFIND_LAYOUT_NCHW;
 }
 
-/* Winograd's domain: 3x3, stride 1, dilation 1, group 1 on the last two axes; odd sizes
- * so that edge tiles are partial, and channel counts that cross the vector blocks.  A
- * third of the problems are 3-D: 1 to 3 depth taps of dilation 1 or 2 with any pads
- * (planes of padding alone included), so that the input planes a run of products reads
- * are some planes further on than its output planes, and images apart by more. */
+/* Winograd's domain: 3x3 of stride 1, group 1 on the last two axes; odd sizes so that
+ * edge tiles are partial, and channel counts that cross the vector blocks.  A third of
+ * the axes are dilated (2 to 5: phases of different sizes, some beyond the output and
+ * reading padding alone).  A third of the problems are 3-D: 1 to 3 depth taps of
+ * dilation 1 or 2 with any pads (planes of padding alone included), so that the input
+ * planes a run of products reads are some planes further on than its output planes, and
+ * images apart by more. */
 static void gen_winograd(rng *r, tconv *t)
 {
     memset(t, 0, sizeof *t);
@@ -341,7 +343,8 @@ static void gen_winograd(rng *r, tconv *t)
     if (t->nsp == 3)
         random_axis(r, t, 0, rnd_in(r, 1, 3), 1, rnd_in(r, 1, 2), 5);
     for (int a = t->nsp - 2; a < t->nsp; a++)
-        random_axis(r, t, a, 3, 1, 1, t->nsp == 3 ? 13 : 23);
+        random_axis(r, t, a, 3, 1, rnd(r) % 3 == 0 ? rnd_in(r, 2, 5) : 1,
+                    t->nsp == 3 ? 13 : 23);
     random_epilogue(r, t);
 }
 
@@ -747,7 +750,7 @@ static void test_winograd_small_workspace(void **state)
     check_small_workspace(winograd_f6.algo, gen_winograd6);
 }
 
-/* Only 3x3 of stride 1 and dilation 1 on the last two axes, group 1; in 3-D a depth of
+/* Only 3x3 of stride 1 (any dilation) on the last two axes, group 1; in 3-D a depth of
  * stride 1 and up to 16 taps, any dilation; not 1-D; F(6x6,3x3) only where the math
  * mode allows reduced precision. */
 static void test_winograd_applicability(void **state)
@@ -770,7 +773,9 @@ static void test_winograd_applicability(void **state)
             q.stride[aw] = 2;
             assert_false(algo->applicable(&q));
             q = *p;
-            q.dil[ah] = 2;
+            q.dil[ah] = 3;
+            assert_true(algo->applicable(&q));
+            q.stride[ah] = 2;
             assert_false(algo->applicable(&q));
             q = *p;
             q.k[aw] = 5;
