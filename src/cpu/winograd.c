@@ -247,6 +247,7 @@ typedef struct wg_run {
      * products may span them: all of them where input and output planes correspond one
      * to one (2-D, or a depth of one tap), else one image's; and that distance per span. */
     int64_t span, span_shift;
+    cf_dbk_tap taps[WG_MAX_DEPTH_TAPS]; /* depth tap d reads the input plane d dilations on */
 } wg_run;
 
 /* The first index i >= 0 with 0 <= o + d i, and the first with o + d i >= hi: the
@@ -316,12 +317,6 @@ static void wg_product_task(void *arg, size_t index)
     int64_t spans = j->ntiles / r->span, span = rest % spans;
     rest /= spans;
     int64_t obg = rest % r->nobg, pos = rest / r->nobg;
-    cf_dbk_tap taps[WG_MAX_DEPTH_TAPS]; /* tap d reads the input plane d dilations on */
-    int64_t per_slice = j->ntiles_in / (j->p->n * j->slices);
-    for (int d = 0; d < kd; d++)
-        taps[d] = (cf_dbk_tap){.x = (ptrdiff_t)(d * (j->p->nsp == 3 ? j->p->dil[0] : 1) *
-                                                per_slice * vl),
-                               .w = (ptrdiff_t)(d * vl * vl)};
     const float *v = j->v + (size_t)pos * j->v_pos + span * r->span_shift * vl;
     const float *u = r->u + (size_t)pos * r->u_pos;
     float *mo = j->mo + (size_t)pos * j->mo_pos;
@@ -340,7 +335,7 @@ static void wg_product_task(void *arg, size_t index)
             int64_t nm = j->p->m - ob * vl < nb * vl ? j->p->m - ob * vl : nb * vl;
             cf_dbk_tile t = {
                 .x = v + t0 * vl,
-                .tap = taps,
+                .tap = r->taps,
                 .ntaps = kd,
                 .ncb = (int)j->cb,
                 .x_cb = (ptrdiff_t)(j->groups * vl * vl),
@@ -423,6 +418,10 @@ static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, in
     int64_t per_slice = j.ntiles_in / (p->n * j.slices);
     run.span = one_to_one ? j.ntiles : j.dout * per_slice;
     run.span_shift = one_to_one ? 0 : (j.slices - j.dout) * per_slice;
+    for (int d = 0; d < wg_depth_taps(p); d++)
+        run.taps[d] = (cf_dbk_tap){
+            .x = (ptrdiff_t)(d * (p->nsp == 3 ? p->dil[0] : 1) * per_slice * j.vl),
+            .w = (ptrdiff_t)(d * j.vl * j.vl)};
     wg_choose_tile(dk, &j, run.span, &run.nb, &run.np);
     run.nobg = (j.kb + run.nb - 1) / run.nb;
     run.chunks = (run.span + WG_RUNS_PER_TASK * run.np - 1) / (WG_RUNS_PER_TASK * run.np);
