@@ -28,6 +28,7 @@
 #include "cpu/winograd.h"
 #include "cpu/workspace.h"
 #include "util/error.h"
+#include "util/prefetch.h"
 
 /* G of F(2x2,3x3), F(4x4,3x3) and F(6x6,3x3), alpha x 3. */
 static const double wg_g2[4][3] = {{1, 0, 0}, {0.5, 0.5, 0.5}, {0.5, -0.5, 0.5}, {0, 0, 1}};
@@ -243,6 +244,7 @@ typedef struct wg_run {
     cf_problem plain;  /* the problem without epilogue, for the products' stores */
     int nb, np;        /* product tile: output blocks x tiles */
     int64_t nobg, chunks;
+    int64_t tasks;     /* product tasks: positions x nobg x spans x chunks */
     /* Output tiles whose input tiles are a fixed distance further on, so that one run of
      * products may span them: all of them where input and output planes correspond one
      * to one (2-D, or a depth of one tap), else one image's; and that distance per span. */
@@ -305,9 +307,26 @@ static void wg_input_task(void *arg, size_t index)
     r->k->input(r->j, index);
 }
 
+/* Where task `index`'s weights start (its position and group of output blocks) and how
+ * many output blocks it has. */
+static const float *wg_task_weights(const wg_run *r, int64_t index, int64_t w_ob, int64_t *obn)
+{
+    const cf_wg_job *j = r->j;
+    int64_t rest = index / r->chunks / (j->ntiles / r->span);
+    int64_t ob0 = rest % r->nobg * r->nb, pos = rest / r->nobg;
+    *obn = j->kb - ob0 < r->nb ? j->kb - ob0 : r->nb;
+    return r->u + (size_t)pos * r->u_pos + ob0 * w_ob;
+}
+
 /* One position, one group of nb output blocks, WG_RUNS_PER_TASK runs of np tiles of one
  * span: the products as a convolution of one tap per depth tap on the direct tile
- * kernel, stored raw into M. */
+ * kernel, stored raw into M.
+ * A task reads its weights (a position's U for its output blocks) for its first run of
+ * tiles, and in a network's pass they come from memory: every layer's transformed
+ * weights were read a whole pass ago (ResNet-50's 14x14 and 7x7 layers, 9.4 and 16.8 MB
+ * of them).  So each task asks for the weights of the task after it in its thread's
+ * share (index + 1, when they differ from its own), a part in each run of tiles, and
+ * they arrive while it computes. */
 static void wg_product_task(void *arg, size_t index)
 {
     const wg_run *r = arg;
@@ -318,28 +337,43 @@ static void wg_product_task(void *arg, size_t index)
     rest /= spans;
     int64_t obg = rest % r->nobg, pos = rest / r->nobg;
     const float *v = j->v + (size_t)pos * j->v_pos + span * r->span_shift * vl;
-    const float *u = r->u + (size_t)pos * r->u_pos;
     float *mo = j->mo + (size_t)pos * j->mo_pos;
-    int64_t w_ob = j->cb * kd * vl * vl, ob0 = obg * r->nb;
-    int64_t obn = j->kb - ob0 < r->nb ? j->kb - ob0 : r->nb;
+    int64_t w_ob = j->cb * kd * vl * vl, ob0 = obg * r->nb, obn;
+    const float *w0 = wg_task_weights(r, (int64_t)index, w_ob, &obn);
     int64_t t_lo = span * r->span + chunk * WG_RUNS_PER_TASK * r->np;
     int64_t t_hi = t_lo + WG_RUNS_PER_TASK * r->np < (span + 1) * r->span
                        ? t_lo + WG_RUNS_PER_TASK * r->np
                        : (span + 1) * r->span;
+    int64_t next_obn = 0;
+    const float *next = (int64_t)index + 1 < r->tasks
+                            ? wg_task_weights(r, (int64_t)index + 1, w_ob, &next_obn)
+                            : NULL;
+    if (next == w0)
+        next = NULL; /* the same weights: already here */
+    const int64_t line = CF_PREFETCH_LINE / sizeof(float), lines = w_ob / line;
+    const int64_t runs = (t_hi - t_lo + r->np - 1) / r->np;
     for (int64_t t0 = t_lo; t0 < t_hi; t0 += r->np) {
         int np = t_hi - t0 < r->np ? (int)(t_hi - t0) : r->np;
+        /* This run's part of each next output block's weights. */
+        int64_t run = (t0 - t_lo) / r->np, lo = run * lines / runs,
+                hi = (run + 1) * lines / runs;
         for (int64_t ob = ob0; ob < ob0 + obn;) {
             int nb = ob0 + obn - ob < 4 ? (int)(ob0 + obn - ob) : 4;
             while (r->dk->max_np[nb] < np)
                 nb--;
             int64_t nm = j->p->m - ob * vl < nb * vl ? j->p->m - ob * vl : nb * vl;
+            /* The tile asks for the next task's blocks at its own offset in the group,
+             * where the next group has them. */
+            bool ask = next && ob - ob0 + nb <= next_obn;
             cf_dbk_tile t = {
+                .pf = ask ? next + (ob - ob0) * w_ob + lo * line : NULL,
+                .pf_lines = ask ? (int)(hi - lo) : 0,
                 .x = v + t0 * vl,
                 .tap = r->taps,
                 .ntaps = kd,
                 .ncb = (int)j->cb,
                 .x_cb = (ptrdiff_t)(j->groups * vl * vl),
-                .w = u + ob * w_ob,
+                .w = w0 + (ob - ob0) * w_ob,
                 .w_cb = (ptrdiff_t)(kd * vl * vl),
                 .w_ob = (ptrdiff_t)w_ob,
                 .nb = nb,
@@ -426,11 +460,11 @@ static convfind_status wg_execute(const cf_problem *p, const cf_exec_args *a, in
     run.nobg = (j.kb + run.nb - 1) / run.nb;
     run.chunks = (run.span + WG_RUNS_PER_TASK * run.np - 1) / (WG_RUNS_PER_TASK * run.np);
     size_t positions = (size_t)(j.alpha * j.alpha), spans = (size_t)(j.ntiles / run.span);
+    run.tasks = (int64_t)(positions * (size_t)(run.nobg * spans * run.chunks));
     cf_parallel_for(a->pool, (size_t)(j.ntiles_in / (j.tiles_h * j.tiles_w) * p->c), wg_pad_task,
                     &run);
     cf_parallel_for(a->pool, (size_t)(j.cb * j.groups), wg_input_task, &run);
-    cf_parallel_for(a->pool, positions * (size_t)(run.nobg * spans * run.chunks), wg_product_task,
-                    &run);
+    cf_parallel_for(a->pool, (size_t)run.tasks, wg_product_task, &run);
     cf_parallel_for(a->pool, (size_t)(j.ntiles / j.tiles_w * j.kb), wg_output_task, &run);
     return CONVFIND_OK;
 }
