@@ -307,15 +307,24 @@ static void wg_input_task(void *arg, size_t index)
     r->k->input(r->j, index);
 }
 
-/* Where task `index`'s weights start (its position and group of output blocks) and how
- * many output blocks it has. */
-static const float *wg_task_weights(const wg_run *r, int64_t index, int64_t w_ob, int64_t *obn)
+/* Product task `index`: its run chunk, span, position and group of output blocks (ob0,
+ * obn blocks), and where its weights start. */
+typedef struct wg_task {
+    int64_t chunk, span, pos, ob0, obn;
+    const float *w;
+} wg_task;
+
+static wg_task wg_task_of(const wg_run *r, int64_t index, int64_t w_ob)
 {
     const cf_wg_job *j = r->j;
-    int64_t rest = index / r->chunks / (j->ntiles / r->span);
-    int64_t ob0 = rest % r->nobg * r->nb, pos = rest / r->nobg;
-    *obn = j->kb - ob0 < r->nb ? j->kb - ob0 : r->nb;
-    return r->u + (size_t)pos * r->u_pos + ob0 * w_ob;
+    const int64_t spans = j->ntiles / r->span;
+    wg_task t = {.chunk = index % r->chunks, .span = index / r->chunks % spans};
+    int64_t rest = index / r->chunks / spans;
+    t.pos = rest / r->nobg;
+    t.ob0 = rest % r->nobg * r->nb;
+    t.obn = j->kb - t.ob0 < r->nb ? j->kb - t.ob0 : r->nb;
+    t.w = r->u + (size_t)t.pos * r->u_pos + t.ob0 * w_ob;
+    return t;
 }
 
 /* One position, one group of nb output blocks, WG_RUNS_PER_TASK runs of np tiles of one
@@ -332,24 +341,21 @@ static void wg_product_task(void *arg, size_t index)
     const wg_run *r = arg;
     const cf_wg_job *j = r->j;
     int vl = j->vl, kd = wg_depth_taps(j->p);
-    int64_t chunk = (int64_t)index % r->chunks, rest = (int64_t)index / r->chunks;
-    int64_t spans = j->ntiles / r->span, span = rest % spans;
-    rest /= spans;
-    int64_t obg = rest % r->nobg, pos = rest / r->nobg;
-    const float *v = j->v + (size_t)pos * j->v_pos + span * r->span_shift * vl;
-    float *mo = j->mo + (size_t)pos * j->mo_pos;
-    int64_t w_ob = j->cb * kd * vl * vl, ob0 = obg * r->nb, obn;
-    const float *w0 = wg_task_weights(r, (int64_t)index, w_ob, &obn);
-    int64_t t_lo = span * r->span + chunk * WG_RUNS_PER_TASK * r->np;
+    const int64_t w_ob = j->cb * kd * vl * vl;
+    const wg_task tk = wg_task_of(r, (int64_t)index, w_ob);
+    const int64_t span = tk.span, ob0 = tk.ob0, obn = tk.obn;
+    const float *v = j->v + (size_t)tk.pos * j->v_pos + span * r->span_shift * vl;
+    float *mo = j->mo + (size_t)tk.pos * j->mo_pos;
+    int64_t t_lo = span * r->span + tk.chunk * WG_RUNS_PER_TASK * r->np;
     int64_t t_hi = t_lo + WG_RUNS_PER_TASK * r->np < (span + 1) * r->span
                        ? t_lo + WG_RUNS_PER_TASK * r->np
                        : (span + 1) * r->span;
-    int64_t next_obn = 0;
-    const float *next = (int64_t)index + 1 < r->tasks
-                            ? wg_task_weights(r, (int64_t)index + 1, w_ob, &next_obn)
-                            : NULL;
-    if (next == w0)
-        next = NULL; /* the same weights: already here */
+    /* The next task's weights, unless they are these (already here) or there is none. */
+    wg_task next = {.w = NULL, .obn = 0};
+    if ((int64_t)index + 1 < r->tasks)
+        next = wg_task_of(r, (int64_t)index + 1, w_ob);
+    if (next.w == tk.w)
+        next.w = NULL;
     const int64_t line = CF_PREFETCH_LINE / sizeof(float), lines = w_ob / line;
     const int64_t runs = (t_hi - t_lo + r->np - 1) / r->np;
     for (int64_t t0 = t_lo; t0 < t_hi; t0 += r->np) {
@@ -364,16 +370,16 @@ static void wg_product_task(void *arg, size_t index)
             int64_t nm = j->p->m - ob * vl < nb * vl ? j->p->m - ob * vl : nb * vl;
             /* The tile asks for the next task's blocks at its own offset in the group,
              * where the next group has them. */
-            bool ask = next && ob - ob0 + nb <= next_obn;
+            bool ask = next.w && ob - ob0 + nb <= next.obn;
             cf_dbk_tile t = {
-                .pf = ask ? next + (ob - ob0) * w_ob + lo * line : NULL,
+                .pf = ask ? next.w + (ob - ob0) * w_ob + lo * line : NULL,
                 .pf_lines = ask ? (int)(hi - lo) : 0,
                 .x = v + t0 * vl,
                 .tap = r->taps,
                 .ntaps = kd,
                 .ncb = (int)j->cb,
                 .x_cb = (ptrdiff_t)(j->groups * vl * vl),
-                .w = w0 + (ob - ob0) * w_ob,
+                .w = tk.w + (ob - ob0) * w_ob,
                 .w_cb = (ptrdiff_t)(kd * vl * vl),
                 .w_ob = (ptrdiff_t)w_ob,
                 .nb = nb,
