@@ -10,7 +10,8 @@
  * computed at once, see dbk_slabs), (3) run one task per
  * (image, group, group of output blocks, band of the output plane): each walks its band
  * in tiles whose sums stay in registers over a share of the reduction (as many input
- * blocks or taps as keep their weights in L1; a few tiles take turns with each share), then
+ * blocks or taps as keep their weights in a quarter of L2, or for tiles of few pixels in
+ * half of L1; a few tiles take turns with each share), then
  * applies bias, residual and activation while storing into Y's own layout.  A tile
  * leaves out the taps whose input is all padding (exactly along D and H, where it is one
  * output row; along W for all of its pixels), so the padding rows are never read, nor
@@ -84,12 +85,29 @@ typedef struct dbk_geom {
 } dbk_geom;
 
 /* Tiles that take turns with each share of the reduction (see dbk_choose_share): each
- * more tile divides the share's weight traffic from L2 further, and 8 keeps their input
- * rows and partial sums (up to 8 x 1.8 KB) in L1 beside the weights.  DBK_SLOT_MAX is
+ * more tile divides the share's weight traffic from beyond the share's cache further, and
+ * 8 keeps their input rows and partial sums (up to 8 x 1.8 KB) in L1.  DBK_SLOT_MAX is
  * the floats of one tile's partial sums at most: nb x np accumulators of VL floats,
  * nb x np <= 2 x CF_DBK_MAX_NP on every ISA (28 zmm on AVX-512, 14 ymm on AVX2; checked
  * in dbk_execute), VL <= 16. */
 #define DBK_SHARE_TILES 8
+
+/* How large a share is (dbk_execute, fit_taps).  Every share boundary costs each tile a
+ * store and a reload of its partial sums and a call of the tile kernel, so shares are as
+ * long as the weights' cache allows.  A tile of np pixels loads 4 / np bytes of weights
+ * per multiply-add; from DBK_SHARE_L2_NP pixels on (at most 0.57 bytes: 9 bytes a cycle
+ * at 16 multiply-adds a cycle) L2 feeds them as fast as the FMAs use them, and the
+ * share's weights are kept within 1 / DBK_SHARE_L2_PART of L2, leaving room for the next
+ * share's, asked for ahead (dbk_weights_ahead), and for the tiles' rows.  Narrower tiles
+ * (AVX2's tiles of 2 to 6 pixels over several output blocks) keep their shares within
+ * half of L1, where all the tiles taking turns read them.  2 threads, Zen 4, each layer
+ * alone, the fastest of 5 runs of 30 against L1 shares: DenseNet-121's 128 -> 32 3x3
+ * 0.72-0.95x, ResNet-50's stride-2 3x3 0.93-0.95x, Inception-v3's 1x7 and 7x1 on 17x17
+ * 0.86-0.91x, YOLOv5s's stride-2 3x3 0.95-0.99x, ResNeXt-50's grouped 3x3 1.01x; at AVX2
+ * with L2 shares for every tile R3D-18's 3x3x3 on 64 channels (4-pixel tiles) took 1.09x
+ * and wav2vec2's c512 k3 (6-pixel tiles) 1.08x on one thread. */
+#define DBK_SHARE_L2_NP 7
+#define DBK_SHARE_L2_PART 4
 #define DBK_SLOT_MAX (2 * CF_DBK_MAX_NP * 16)
 
 /* Splitting the reduction (dbk_execute): at most this many parts, and only for outputs
@@ -668,7 +686,7 @@ static int64_t dbk_balanced_run(int64_t count, int64_t fit)
 /* The shares of the reduction for tiles that read the taps of box `read`: as many input
  * blocks (all taps), or where one block's taps are too many, as many taps of one block,
  * as keep the share's packed weights (nb output blocks x VL x VL per tap read and input
- * block) within half of L1, the rest being for the input rows the tiles read.  Without
+ * block) within the part of the cache DBK_SHARE_L2_NP says (job->fit_taps).  Without
  * shares a tile reads all its weights, up to hundreds of KB (3x3x3 on 64 channels, 3
  * blocks: 166 KB on AVX2; DeepSpeech2's 21x11 kernels: 59 KB per block and output
  * block), once per tile from L2, which then feeds the FMAs more slowly than they run
@@ -1054,7 +1072,9 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
         return cf_fail(CONVFIND_ERR_BACKEND, "cpu.direct_blocked tile %d x %d exceeds its "
                        "partial-sum slots", job.nb, job.np);
     size_t per_tap = (size_t)(job.nb * g.vl * g.vl) * sizeof(float);
-    job.fit_taps = (int64_t)(cf_cpu_caches()->l1d / 2 / per_tap);
+    job.fit_taps = (int64_t)((job.np >= DBK_SHARE_L2_NP ? cf_cpu_caches()->l2 / DBK_SHARE_L2_PART
+                                                         : cf_cpu_caches()->l1d / 2) /
+                             per_tap);
     job.nobg = (g.mbg + job.nb - 1) / job.nb;
     job.tpr = (g.row_len + job.np - 1) / job.np;
 
@@ -1072,7 +1092,7 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
     /* Where that leaves one tile per task (small planes with few output blocks: DenseNet's
      * 128 -> 32 3x3 on 7x7 and 14x14; one-pixel layers), each task would read its block
      * group's weights from L2 for one tile alone.  The bands take up to DBK_SHARE_TILES
-     * tiles instead, so that the tiles share each share's weights in L1, and where they
+     * tiles instead, so that the tiles share each share's weights in cache, and where they
      * are then fewer than the threads, the reduction is split: each part a run of the
      * input blocks, its own tasks, its partial sums added up by the part that finishes a
      * band last.  Each thread then reads its part of the weights once, and converts only

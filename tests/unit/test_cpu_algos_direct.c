@@ -896,17 +896,25 @@ static void gen_direct_split(rng *r, tconv *t)
     random_epilogue(r, t);
 }
 
+/* check_direct_blocked_on_pools at every ISA level the machine runs, the active one
+ * restored after. */
+static void check_direct_blocked_every_level(void (*gen)(rng *, tconv *), const int *threads,
+                                             int per_pool, rng *r)
+{
+    const cf_isa active = cf_isa_active();
+    for (int level = CF_ISA_PORTABLE; level <= (int)cf_isa_machine(); level++) {
+        assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+        check_direct_blocked_on_pools(gen, threads, per_pool, r);
+    }
+    assert_int_equal(cf_isa_force(active), CONVFIND_OK);
+}
+
 static void test_direct_blocked_split_reduction(void **state)
 {
     (void)state;
     static const int threads[] = {2, 3, 5, 12, 0};
     rng r = {0x5851f42d4c957f2dull};
-    const cf_isa active = cf_isa_active();
-    for (int level = CF_ISA_PORTABLE; level <= (int)cf_isa_machine(); level++) {
-        assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
-        check_direct_blocked_on_pools(gen_direct_split, threads, 12, &r);
-    }
-    assert_int_equal(cf_isa_force(active), CONVFIND_OK);
+    check_direct_blocked_every_level(gen_direct_split, threads, 12, &r);
 }
 
 /* Where one (image, group)'s blocked input is 4 or more times L2, cpu.direct_blocked
@@ -963,6 +971,42 @@ static void test_direct_blocked_slabs(void **state)
     print_message("cpu.direct_blocked slabs: %d problems of 9-12x L2 (%zu bytes) of blocked "
                   "input\n", runs, l2);
     cf_isa_unforce();
+}
+
+/* cpu.direct_blocked's tiles of 7 pixels and more keep a share of the reduction within a
+ * quarter of L2, narrower ones within half of L1 (direct_blocked.c, DBK_SHARE_L2_NP); a
+ * tile carries its partial sums from one share to the next.  Problems whose weights for
+ * one output block (16 channels) are 1.5 to 3 times a quarter of L2, so that even the
+ * long shares are two or more: 16 or 32 output channels (tiles of one or two blocks, 7 to
+ * 14 pixels at AVX-512), 3x3, 1x7 or 7x1 kernels with padding, strides 1 and 2, maps of
+ * up to 12 pixels a side, bias, residual and activations, either layout, on pools of 1 and
+ * 2 threads, at every ISA level (where AVX2's and the portable tiles of few pixels have
+ * shorter shares still). */
+static void gen_direct_long_shares(rng *r, tconv *t)
+{
+    memset(t, 0, sizeof *t);
+    t->nsp = 2;
+    t->n = t->g = 1;
+    t->m = 16 * rnd_in(r, 1, 2);
+    const int shape = rnd_in(r, 0, 2); /* 3x3, 1x7, 7x1 */
+    t->k[0] = shape == 1 ? 1 : shape == 2 ? 7 : 3;
+    t->k[1] = shape == 1 ? 7 : shape == 2 ? 1 : 3;
+    /* One output block's weights: 16 x 16 floats per tap and input block. */
+    const size_t block_bytes = (size_t)(t->k[0] * t->k[1] * 16 * 16) * sizeof(float);
+    const size_t want = cf_cpu_caches()->l2 / 4 * (size_t)rnd_in(r, 15, 30) / 10;
+    t->c = 16 * (int64_t)((want + block_bytes - 1) / block_bytes);
+    for (int a = 0; a < 2; a++)
+        random_axis(r, t, a, t->k[a], rnd_in(r, 1, 2), 1, 12);
+    t->in[2] = t->k[2] = t->s[2] = t->d[2] = 1;
+    random_epilogue(r, t);
+}
+
+static void test_direct_blocked_long_shares(void **state)
+{
+    (void)state;
+    static const int threads[] = {1, 2, 0};
+    rng r = {0x10a65ull};
+    check_direct_blocked_every_level(gen_direct_long_shares, threads, 3, &r);
 }
 
 static void test_direct_blocked_packed_across_levels(void **state)
@@ -1215,6 +1259,7 @@ int main(void)
         cmocka_unit_test(test_direct_blocked_task_orders),
         cmocka_unit_test(test_direct_blocked_split_reduction),
         cmocka_unit_test(test_direct_blocked_slabs),
+        cmocka_unit_test(test_direct_blocked_long_shares),
         cmocka_unit_test(test_direct_blocked_packed_across_levels),
         cmocka_unit_test(test_direct_blocked_small_workspace),
         cmocka_unit_test(test_direct_blocked_applicability),
