@@ -95,18 +95,22 @@ typedef struct dbk_geom {
 /* How large a share is (dbk_execute, fit_taps).  Every share boundary costs each tile a
  * store and a reload of its partial sums and a call of the tile kernel, so shares are as
  * long as the weights' cache allows.  A tile of np pixels loads 4 / np bytes of weights
- * per multiply-add; from DBK_SHARE_L2_NP pixels on (at most 0.57 bytes: 9 bytes a cycle
- * at 16 multiply-adds a cycle) L2 feeds them as fast as the FMAs use them, and the
- * share's weights are kept within 1 / DBK_SHARE_L2_PART of L2, leaving room for the next
- * share's, asked for ahead (dbk_weights_ahead), and for the tiles' rows.  Narrower tiles
- * (AVX2's tiles of 2 to 6 pixels over several output blocks) keep their shares within
- * half of L1, where all the tiles taking turns read them.  2 threads, Zen 4, each layer
- * alone, the fastest of 5 runs of 30 against L1 shares: DenseNet-121's 128 -> 32 3x3
- * 0.72-0.95x, ResNet-50's stride-2 3x3 0.93-0.95x, Inception-v3's 1x7 and 7x1 on 17x17
- * 0.86-0.91x, YOLOv5s's stride-2 3x3 0.95-0.99x, ResNeXt-50's grouped 3x3 1.01x; at AVX2
- * with L2 shares for every tile R3D-18's 3x3x3 on 64 channels (4-pixel tiles) took 1.09x
- * and wav2vec2's c512 k3 (6-pixel tiles) 1.08x on one thread. */
-#define DBK_SHARE_L2_NP 7
+ * per multiply-add; from DBK_SHARE_L2_NP pixels on (at most a third of a byte: 11 bytes a
+ * cycle at 32 multiply-adds a cycle, two AVX-512 FMAs) L2 feeds them as fast as the FMAs
+ * use them, and the share's weights are kept within 1 / DBK_SHARE_L2_PART of L2, leaving
+ * room for the next share's, asked for ahead (dbk_weights_ahead), and for the tiles' rows.
+ * Narrower tiles keep their shares within half of L1, where all the tiles taking turns
+ * read them.  Against L1 shares for every tile, each layer alone, 2 threads, the fastest
+ * of 5 to 6 runs of 30 in turns: on the Zen 4 (16 multiply-adds a cycle) DenseNet-121's
+ * 128 -> 32 3x3 0.72-0.95x, ResNet-50's stride-2 3x3 on 14-pixel tiles 0.95x, R3D-18's
+ * and DeepSpeech2's 0.96-0.98x, and tiles of 7 to 9 pixels gained too (Inception-v3's
+ * 17x17 layers 0.86-0.91x); on the Intel Xeon (32) those narrower tiles lost (wav2vec2's
+ * c512 k3, 9 pixels, 1.15x; ResNet-50's res5 stride-2 3x3, 7 pixels, 1.20x), and the
+ * 14-pixel ones took 0.93-0.99x but for two stride-2 3x3 layers (ResNet-50's res3 1.13x,
+ * YOLOv5s's 1.05x) in that host's noise (about 15% between runs).  At AVX2 L2 shares for
+ * tiles of 4 and 6 pixels took R3D-18's 3x3x3 and wav2vec2's layer 1.08-1.09x on one
+ * thread (Zen 4). */
+#define DBK_SHARE_L2_NP 12
 #define DBK_SHARE_L2_PART 4
 #define DBK_SLOT_MAX (2 * CF_DBK_MAX_NP * 16)
 

@@ -973,15 +973,15 @@ static void test_direct_blocked_slabs(void **state)
     cf_isa_unforce();
 }
 
-/* cpu.direct_blocked's tiles of 7 pixels and more keep a share of the reduction within a
- * quarter of L2, narrower ones within half of L1 (direct_blocked.c, DBK_SHARE_L2_NP); a
+/* cpu.direct_blocked's tiles of 12 pixels and more keep a share of the reduction within
+ * a quarter of L2, narrower ones within half of L1 (direct_blocked.c, DBK_SHARE_L2_NP); a
  * tile carries its partial sums from one share to the next.  Problems whose weights for
  * one output block (16 channels) are 1.5 to 3 times a quarter of L2, so that even the
- * long shares are two or more: 16 or 32 output channels (tiles of one or two blocks, 7 to
- * 14 pixels at AVX-512), 3x3, 1x7 or 7x1 kernels with padding, strides 1 and 2, maps of
- * up to 12 pixels a side, bias, residual and activations, either layout, on pools of 1 and
- * 2 threads, at every ISA level (where AVX2's and the portable tiles of few pixels have
- * shorter shares still). */
+ * long shares are two or more: 16 or 32 output channels (tiles of one or two blocks),
+ * output rows of 12 to 14 or 24 to 28 pixels (tiles of 12 to 14 at AVX-512) and 1 to 6
+ * rows, 3x3, 1x7 or 7x1 kernels with padding, strides 1 and 2, bias, residual and
+ * activations, either layout, on pools of 1 and 2 threads, at every ISA level (where
+ * AVX2's and the portable tiles of few pixels have shorter shares still). */
 static void gen_direct_long_shares(rng *r, tconv *t)
 {
     memset(t, 0, sizeof *t);
@@ -995,8 +995,13 @@ static void gen_direct_long_shares(rng *r, tconv *t)
     const size_t block_bytes = (size_t)(t->k[0] * t->k[1] * 16 * 16) * sizeof(float);
     const size_t want = cf_cpu_caches()->l2 / 4 * (size_t)rnd_in(r, 15, 30) / 10;
     t->c = 16 * (int64_t)((want + block_bytes - 1) / block_bytes);
-    for (int a = 0; a < 2; a++)
-        random_axis(r, t, a, t->k[a], rnd_in(r, 1, 2), 1, 12);
+    random_axis(r, t, 0, t->k[0], rnd_in(r, 1, 2), 1, 6);
+    /* Rows that AVX-512's tiles cover in runs of 12 to 14 pixels. */
+    int64_t out_w;
+    do {
+        random_axis(r, t, 1, t->k[1], rnd_in(r, 1, 2), 1, 28);
+        out_w = (t->in[1] + t->pb[1] + t->pe[1] - t->k[1]) / t->s[1] + 1;
+    } while (!(out_w >= 12 && out_w <= 14) && !(out_w >= 24 && out_w <= 28));
     t->in[2] = t->k[2] = t->s[2] = t->d[2] = 1;
     random_epilogue(r, t);
 }
