@@ -99,6 +99,9 @@ typedef struct dbk_geom {
  * cycle at 32 multiply-adds a cycle, two AVX-512 FMAs) L2 feeds them as fast as the FMAs
  * use them, and the share's weights are kept within 1 / DBK_SHARE_L2_PART of L2, leaving
  * room for the next share's, asked for ahead (dbk_weights_ahead), and for the tiles' rows.
+ * Where 512-bit FMAs run at half that rate (16 multiply-adds a cycle: Zen 4;
+ * cf_cpu_fma512_full_rate), tiles of DBK_SHARE_L2_NP_HALF pixels ask L2 for at most 9
+ * bytes a cycle, and the 16-lane tiles get L2 shares from there.
  * Narrower tiles keep their shares within half of L1, where all the tiles taking turns
  * read them.  Against L1 shares for every tile, each layer alone, 2 threads, the fastest
  * of 5 to 6 runs of 30 in turns: on the Zen 4 (16 multiply-adds a cycle) DenseNet-121's
@@ -111,6 +114,7 @@ typedef struct dbk_geom {
  * tiles of 4 and 6 pixels took R3D-18's 3x3x3 and wav2vec2's layer 1.08-1.09x on one
  * thread (Zen 4). */
 #define DBK_SHARE_L2_NP 12
+#define DBK_SHARE_L2_NP_HALF 7
 #define DBK_SHARE_L2_PART 4
 #define DBK_SLOT_MAX (2 * CF_DBK_MAX_NP * 16)
 
@@ -1076,7 +1080,9 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
         return cf_fail(CONVFIND_ERR_BACKEND, "cpu.direct_blocked tile %d x %d exceeds its "
                        "partial-sum slots", job.nb, job.np);
     size_t per_tap = (size_t)(job.nb * g.vl * g.vl) * sizeof(float);
-    job.fit_taps = (int64_t)((job.np >= DBK_SHARE_L2_NP ? cf_cpu_caches()->l2 / DBK_SHARE_L2_PART
+    const int l2_np = g.vl == 16 && !cf_cpu_fma512_full_rate() ? DBK_SHARE_L2_NP_HALF
+                                                                : DBK_SHARE_L2_NP;
+    job.fit_taps = (int64_t)((job.np >= l2_np ? cf_cpu_caches()->l2 / DBK_SHARE_L2_PART
                                                          : cf_cpu_caches()->l1d / 2) /
                              per_tap);
     job.nobg = (g.mbg + job.nb - 1) / job.nb;

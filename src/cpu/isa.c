@@ -14,6 +14,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include "cpu/fma_probe.h"
 #include "util/error.h"
 
 static pthread_once_t detect_once = PTHREAD_ONCE_INIT;
@@ -72,6 +73,37 @@ static void detect(void)
 static void ensure_detected(void)
 {
     pthread_once(&detect_once, detect);
+}
+
+/* cf_cpu_fma512_full_rate: measured once; -1 in fma512_forced: not forced. */
+static pthread_once_t fma512_once = PTHREAD_ONCE_INIT;
+static bool fma512_full;
+static atomic_int fma512_forced = -1;
+
+/* 512-bit FMAs count as full rate from 1.5 times the multiply-adds per second of 256-bit
+ * ones: the two kinds of CPU measure about 2 and about 1. */
+#define FMA512_FULL_RATIO 1.5
+
+static void probe_fma512(void)
+{
+#if defined(__x86_64__)
+    if (cf_isa_machine() >= CF_ISA_AVX512F)
+        fma512_full = cf_fma_probe_ratio() >= FMA512_FULL_RATIO;
+#endif
+}
+
+bool cf_cpu_fma512_full_rate(void)
+{
+    const int forced = atomic_load(&fma512_forced);
+    if (forced >= 0)
+        return forced != 0;
+    pthread_once(&fma512_once, probe_fma512);
+    return fma512_full;
+}
+
+void cf_cpu_fma512_force(int full)
+{
+    atomic_store(&fma512_forced, full < 0 ? -1 : full != 0);
 }
 
 bool cf_cpu_has_clflushopt(void)

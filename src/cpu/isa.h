@@ -69,6 +69,18 @@ typedef struct cf_cache_sizes {
 
 const cf_cache_sizes *cf_cpu_caches(void);
 
+/* Whether this CPU runs 512-bit FMAs at the full rate of its 256-bit ones in multiply-adds
+ * a cycle (two 512-bit FMA units: Intel's Xeon Gold and Platinum, Zen 5), as opposed to
+ * half of it (a 512-bit FMA on two 256-bit units, as on Zen 4, or one 512-bit unit).
+ * cpuinfo does not say, so it is measured (cpu/fma_probe.h): once per process, about
+ * 0.1 ms on the first caller's thread, the first time it is asked.  False where the
+ * machine does not run AVX-512F.  Blocking that depends on how fast the FMAs consume
+ * their operands asks it (cpu.direct_blocked's shares).  Thread-safe.
+ * cf_cpu_fma512_force() sets the answer for the whole process (tests: 0 half rate, 1
+ * full rate; -1 returns to the measured one). */
+bool cf_cpu_fma512_full_rate(void);
+void cf_cpu_fma512_force(int full);
+
 /* Whether the CPU has x86's clflushopt (cpu/evict.c).  False elsewhere. */
 bool cf_cpu_has_clflushopt(void);
 

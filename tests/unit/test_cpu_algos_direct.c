@@ -974,15 +974,16 @@ static void test_direct_blocked_slabs(void **state)
 }
 
 /* cpu.direct_blocked's tiles of 12 pixels and more keep a share of the reduction within
- * a quarter of L2, narrower ones within half of L1 (direct_blocked.c, DBK_SHARE_L2_NP); a
- * tile carries its partial sums from one share to the next.  Problems whose weights for
- * one output block (16 channels) are 1.5 to 3 times a quarter of L2, so that even the
- * long shares are two or more: 16 or 32 output channels (tiles of one or two blocks),
- * output rows of 12 to 14 or 24 to 28 pixels (tiles of 12 to 14 at AVX-512) and 1 to 6
- * rows, 3x3, 1x7 or 7x1 kernels with padding, strides 1 and 2, bias, residual and
- * activations, either layout, on pools of 1 and 2 threads, at every ISA level (where
- * AVX2's and the portable tiles of few pixels have shorter shares still). */
-static void gen_direct_long_shares(rng *r, tconv *t)
+ * a quarter of L2, narrower ones within half of L1 (direct_blocked.c, DBK_SHARE_L2_NP),
+ * and 16-lane tiles from 7 pixels on where 512-bit FMAs run at half rate
+ * (DBK_SHARE_L2_NP_HALF); a tile carries its partial sums from one share to the next.
+ * Problems whose weights for one output block (16 channels) are 1.5 to 3 times a quarter
+ * of L2, so that even the long shares are two or more: 16 or 32 output channels (tiles of
+ * one or two blocks), output rows whose AVX-512 tiles have `lo` to `hi` pixels (one tile
+ * or two) and 1 to 6 rows, 3x3, 1x7 or 7x1 kernels with padding, strides 1 and 2, bias,
+ * residual and activations, either layout, on pools of 1 and 2 threads, at every ISA
+ * level (where AVX2's and the portable tiles of few pixels have shorter shares still). */
+static void gen_long_shares_rows(rng *r, tconv *t, int64_t lo, int64_t hi)
 {
     memset(t, 0, sizeof *t);
     t->nsp = 2;
@@ -996,14 +997,24 @@ static void gen_direct_long_shares(rng *r, tconv *t)
     const size_t want = cf_cpu_caches()->l2 / 4 * (size_t)rnd_in(r, 15, 30) / 10;
     t->c = 16 * (int64_t)((want + block_bytes - 1) / block_bytes);
     random_axis(r, t, 0, t->k[0], rnd_in(r, 1, 2), 1, 6);
-    /* Rows that AVX-512's tiles cover in runs of 12 to 14 pixels. */
+    /* Rows that AVX-512's tiles cover in one or two runs of lo to hi pixels. */
     int64_t out_w;
     do {
-        random_axis(r, t, 1, t->k[1], rnd_in(r, 1, 2), 1, 28);
+        random_axis(r, t, 1, t->k[1], rnd_in(r, 1, 2), 1, 2 * hi);
         out_w = (t->in[1] + t->pb[1] + t->pe[1] - t->k[1]) / t->s[1] + 1;
-    } while (!(out_w >= 12 && out_w <= 14) && !(out_w >= 24 && out_w <= 28));
+    } while (!(out_w >= lo && out_w <= hi) && !(out_w >= 2 * lo && out_w <= 2 * hi));
     t->in[2] = t->k[2] = t->s[2] = t->d[2] = 1;
     random_epilogue(r, t);
+}
+
+static void gen_direct_long_shares(rng *r, tconv *t)
+{
+    gen_long_shares_rows(r, t, 12, 14);
+}
+
+static void gen_direct_long_shares_narrow(rng *r, tconv *t)
+{
+    gen_long_shares_rows(r, t, 7, 11);
 }
 
 static void test_direct_blocked_long_shares(void **state)
@@ -1012,6 +1023,20 @@ static void test_direct_blocked_long_shares(void **state)
     static const int threads[] = {1, 2, 0};
     rng r = {0x10a65ull};
     check_direct_blocked_every_level(gen_direct_long_shares, threads, 3, &r);
+}
+
+/* Tiles of 7 to 11 pixels with long shares, as a CPU with half-rate 512-bit FMAs runs
+ * them, and with short ones, as the others do, whatever this machine is. */
+static void test_direct_blocked_long_shares_narrow_tiles(void **state)
+{
+    (void)state;
+    static const int threads[] = {1, 2, 0};
+    for (int full = 0; full <= 1; full++) {
+        cf_cpu_fma512_force(full);
+        rng r = {0x7e11ull + (uint64_t)full};
+        check_direct_blocked_every_level(gen_direct_long_shares_narrow, threads, 2, &r);
+    }
+    cf_cpu_fma512_force(-1);
 }
 
 static void test_direct_blocked_packed_across_levels(void **state)
@@ -1265,6 +1290,7 @@ int main(void)
         cmocka_unit_test(test_direct_blocked_split_reduction),
         cmocka_unit_test(test_direct_blocked_slabs),
         cmocka_unit_test(test_direct_blocked_long_shares),
+        cmocka_unit_test(test_direct_blocked_long_shares_narrow_tiles),
         cmocka_unit_test(test_direct_blocked_packed_across_levels),
         cmocka_unit_test(test_direct_blocked_small_workspace),
         cmocka_unit_test(test_direct_blocked_applicability),

@@ -8,6 +8,8 @@
  * is created, then follows that context's CONVFIND_ISA (ctest runs this program once
  * more with CONVFIND_ISA=portable), and cf_isa_force, exactly as cf_isa_active does.
  * The tables are built once, also when many threads ask for them first at once.
+ * Beside them, cf_cpu_fma512_full_rate: the measured FMA rate the blocking of
+ * cpu.direct_blocked asks for, its forcing, and the measurement it comes from.
  */
 #include <pthread.h>
 #include <setjmp.h>
@@ -19,6 +21,7 @@
 #include <cmocka.h>
 
 #include "convfind.h"
+#include "cpu/fma_probe.h"
 #include "cpu/isa.h"
 #include "cpu/kernel_table.h"
 
@@ -104,6 +107,33 @@ static void test_active_table_follows_environment_and_force(void **state)
     assert_int_equal(cf_kernel_table_active()->isa, want); /* the process's, not the context's */
 }
 
+/* Forced answers hold until unforced; the measured one is false without AVX-512, the
+ * same at every call (measured once), and comes from a ratio of the two widths' rates
+ * that is near 1 or 2 (within 0.5 to 3, whatever the machine's load does to the timing). */
+static void test_fma512_rate_measured_once_and_forced(void **state)
+{
+    (void)state;
+    cf_cpu_fma512_force(0);
+    assert_false(cf_cpu_fma512_full_rate());
+    cf_cpu_fma512_force(1);
+    assert_true(cf_cpu_fma512_full_rate());
+    cf_cpu_fma512_force(-1);
+    const bool measured = cf_cpu_fma512_full_rate();
+    for (int i = 0; i < 3; i++)
+        assert_int_equal(cf_cpu_fma512_full_rate(), measured);
+    if (cf_isa_machine() < CF_ISA_AVX512F) {
+        assert_false(measured);
+        print_message("no AVX-512 here: 512-bit FMAs are not full rate\n");
+        return;
+    }
+#if defined(__x86_64__)
+    const double ratio = cf_fma_probe_ratio();
+    print_message("512-bit FMA multiply-adds per second over 256-bit: %.2f (%s rate)\n", ratio,
+                  measured ? "full" : "half");
+    assert_true(ratio > 0.5 && ratio < 3.0);
+#endif
+}
+
 int main(void)
 {
     const struct CMUnitTest tests[] = {
@@ -111,6 +141,7 @@ int main(void)
         cmocka_unit_test(test_each_level_has_its_own_kernels),
         cmocka_unit_test(test_levels_above_the_machine_get_its_table),
         cmocka_unit_test(test_active_table_follows_environment_and_force),
+        cmocka_unit_test(test_fma512_rate_measured_once_and_forced),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
 }
