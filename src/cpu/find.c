@@ -18,11 +18,11 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "algo/find_images.h"
 #include "cpu/evict.h"
 #include "cpu/registry.h"
+#include "util/clock.h"
 #include "util/error.h"
 
 double cf_cpu_error_factor(const char *family)
@@ -38,13 +38,6 @@ double cf_cpu_error_factor(const char *family)
         if (strcmp(table[i].family, family) == 0)
             return table[i].factor;
     return 16.0;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
 }
 
 struct cf_find_bench {
@@ -289,9 +282,9 @@ static convfind_status sample(cf_find_bench *bn, cf_find_ready *rd, int batch, d
     double seconds = 0;
     for (int i = 0; i < batch && st == CONVFIND_OK; i++) {
         cf_cpu_evict(rd->weights, rd->weights_bytes);
-        double t0 = now_s();
+        double t0 = cf_now_s();
         st = run_once(bn, rd->a, rd->state, rd->packed, rd->ws, rd->ws_size, bn->y);
-        seconds += now_s() - t0;
+        seconds += cf_now_s() - t0;
     }
     *ms = seconds * 1e3 / batch;
     return st;

@@ -7,20 +7,13 @@
 #include "cpu/fma_probe.h"
 
 #include <immintrin.h>
-#include <time.h>
+#include "util/clock.h"
 
 /* Independent chains per loop: more than an FMA's latency times the FMA units of any
  * x86 CPU (4 x 2), so the loop measures throughput, not latency. */
 #define PROBE_CHAINS 12
 #define PROBE_STEPS 2048
 #define PROBE_TRIES 5
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 /* Keeps the chains' results alive, so that the compiler computes them. */
 static volatile float probe_sink;
@@ -33,11 +26,11 @@ static volatile float probe_sink;
         const T a_ = SET1(0.999f), b_ = SET1(0.001f);                                    \
         for (int j = 0; j < PROBE_CHAINS; j++)                                           \
             acc[j] = SET1((float)j);                                                     \
-        const double t0_ = now_s();                                                      \
+        const double t0_ = cf_now_s();                                                      \
         for (int s = 0; s < PROBE_STEPS; s++)                                            \
             _Pragma("GCC unroll 12") for (int j = 0; j < PROBE_CHAINS; j++)              \
                 acc[j] = FMADD(acc[j], a_, b_);                                          \
-        seconds = now_s() - t0_;                                                         \
+        seconds = cf_now_s() - t0_;                                                         \
     } while (0)
 
 /* Seconds for the FMAs of `bits` bits. */

@@ -8,18 +8,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "algo/registry.h"
 #include "find/rank.h"
+#include "util/clock.h"
 #include "util/error.h"
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + 1e-9 * (double)ts.tv_nsec;
-}
 
 static bool cancelled(const cf_find_config *cfg)
 {
@@ -140,7 +133,7 @@ typedef struct find_clock {
 
 static find_clock clock_start(const find_run *f)
 {
-    return (find_clock){now_s(), f->reported_s};
+    return (find_clock){cf_now_s(), f->reported_s};
 }
 
 /* Seconds spent since `c`: the host clock, and never less than what the runs reported
@@ -150,7 +143,7 @@ static find_clock clock_start(const find_run *f)
  * they had taken that long. */
 static double spent_s(const find_run *f, find_clock c)
 {
-    const double wall = now_s() - c.wall_s, reported = f->reported_s - c.reported_s;
+    const double wall = cf_now_s() - c.wall_s, reported = f->reported_s - c.reported_s;
     return wall > reported ? wall : reported;
 }
 
@@ -258,9 +251,9 @@ static convfind_status measure(find_run *f, int i, double best_ms, double share_
     cf_candidate_stats *c = &f->c.stats[i];
     cf_find_ready *r;
     phase_times pt = {0, 0, 0};
-    double t0 = now_s();
+    double t0 = cf_now_s();
     const cf_candidate_status ready = h->prepare(f->bench, f->c.algos[i], c, &r);
-    pt.prepare_ms = 1e3 * (now_s() - t0);
+    pt.prepare_ms = 1e3 * (cf_now_s() - t0);
     if (ready != CF_CAND_OK) {
         c->status = ready;
         const convfind_status st = synchronize(f);
@@ -270,16 +263,16 @@ static convfind_status measure(find_run *f, int i, double best_ms, double share_
     double t[CF_FIND_MAX_REPEATS]; /* milliseconds per run */
     int n = 0, runs = 0, batch;
     double checked, first;
-    t0 = now_s();
+    t0 = cf_now_s();
     const find_clock whole = clock_start(f); /* the check, warm-ups and samples */
     if (!h->check(f->bench, r, &runs, &checked)) {
         c->status = CF_CAND_FAILED;
-        pt.check_ms = 1e3 * (now_s() - t0);
+        pt.check_ms = 1e3 * (cf_now_s() - t0);
         goto done;
     }
-    pt.check_ms = 1e3 * (now_s() - t0);
+    pt.check_ms = 1e3 * (cf_now_s() - t0);
     f->reported_s += 1e-3 * checked * runs;
-    t0 = now_s();
+    t0 = cf_now_s();
     c->validated = f->cfg->validate;
     /* One run already far slower than the best: no batch of samples can save it.  The
      * check's timed run says so when there is one, else the first sample (which sizes
@@ -330,7 +323,7 @@ static convfind_status measure(find_run *f, int i, double best_ms, double share_
 done:;
     const convfind_status st = synchronize(f);
     h->release(f->bench, r);
-    pt.timing_ms = 1e3 * (now_s() - t0);
+    pt.timing_ms = 1e3 * (cf_now_s() - t0);
     trace_candidate(f, "candidate", c, &pt);
     return st != CONVFIND_OK ? st : cancel_status(f->cfg);
 }
@@ -617,17 +610,17 @@ convfind_status cf_find_measure(const cf_backend *b, const cf_backend_state *s,
 {
     memset(out, 0, sizeof *out);
     find_run f = {.h = b->find, .reference = b->reference, .cfg = cfg, .trace = cfg->trace};
-    const double t0 = now_s();
+    const double t0 = cf_now_s();
     convfind_status st = cands_list(b, s, p, cfg->workspace_limit,
                                     cfg->validate ? CF_FIND_LIST_VALIDATING : 0, &f.c);
     if (st != CONVFIND_OK)
         return st;
-    const double listed_s = now_s() - t0;
+    const double listed_s = cf_now_s() - t0;
     int incumbent = -1;
     st = measure_all(&f, s, p, &incumbent);
     if (f.trace)
         fprintf(stderr, "find: done candidates=%d list_ms=%.2f total_ms=%.2f\n", f.c.n,
-                1e3 * listed_s, 1e3 * (now_s() - t0));
+                1e3 * listed_s, 1e3 * (cf_now_s() - t0));
     const int n = f.c.n;
     /* Nothing timed to the end: the reference is the safest of the ABANDONED. */
     const int pick = st == CONVFIND_OK ? cf_find_choose(f.c.stats, n, incumbent, b->reference->name)
