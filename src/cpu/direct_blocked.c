@@ -16,7 +16,10 @@
  * leaves out the taps whose input is all padding (exactly along D and H, where it is one
  * output row; along W for all of its pixels), so the padding rows are never read, nor
  * written in step (2): atrous layers on small maps (DeepLabV3's rates 6 to 18 on 33x33)
- * skip most of their products, other padded layers a few.  Bands are as large as
+ * skip most of their products, other padded layers a few.  Along W the kernel also
+ * leaves out the products of a tile's first and last pixel with the taps that read W's
+ * padding there (cf_dbk_tile.skip_first): a tenth of a 3x3's products on 7-pixel rows,
+ * a twentieth on 14-pixel ones.  Bands are as large as
  * the thread count allows, so on small planes (7x7, 14x14) each task owns whole output
  * planes: its weights are read by one thread, its stores share no cache line with
  * another task's.  Where even that leaves one tile per task (few output blocks on a small
@@ -586,6 +589,18 @@ static void dbk_axis_taps(const cf_geom3 *s, int a, int64_t first, int64_t last,
     b->full = b->full && b->lo[a] == 0 && b->hi[a] == s->k[a];
 }
 
+/* The taps along W (bit kw, kw < 64) with which the output pixel whose tap 0 reads
+ * input position w (pad subtracted) reads padding. */
+static uint64_t dbk_padding_taps(const cf_geom3 *s, int64_t w)
+{
+    uint64_t taps = 0;
+    for (int64_t kw = 0; kw < s->k[2] && kw < 64; kw++) {
+        const int64_t at = w + kw * s->dil[2];
+        taps |= (uint64_t)(at < 0 || at >= s->in[2]) << kw;
+    }
+    return taps;
+}
+
 /* The taps of the box among [k, k + nt) of the kernel's, in order, into list. */
 static int dbk_box_taps(const dbk_job *job, const dbk_box *b, int64_t k, int64_t nt,
                         cf_dbk_tap *list)
@@ -650,12 +665,15 @@ static void dbk_tile_at(const dbk_job *job, const dbk_xview *v, int64_t n, int64
         box->lo[a] = 0;
         box->hi[a] = s->k[a];
     }
+    uint64_t skip_first = 0, skip_last = 0;
     if (!g->flat) { /* (a flat kernel's one tap always reads input) */
         int64_t d0 = od * s->stride[0] - s->pad[0], h0 = oh * s->stride[1] - s->pad[1];
-        int64_t w0 = ow0 * s->stride[2] - s->pad[2];
+        int64_t w0 = ow0 * s->stride[2] - s->pad[2], w1 = w0 + (np - 1) * s->stride[2];
         dbk_axis_taps(s, 0, d0, d0, box);
         dbk_axis_taps(s, 1, h0, h0, box);
-        dbk_axis_taps(s, 2, w0, w0 + (np - 1) * s->stride[2], box);
+        dbk_axis_taps(s, 2, w0, w1, box);
+        skip_first = dbk_padding_taps(s, w0);
+        skip_last = dbk_padding_taps(s, w1);
     }
     *tl = (cf_dbk_tile){
         .x = xrow + (g->in_place ? ow0 : ow0 * vl),
@@ -669,6 +687,8 @@ static void dbk_tile_at(const dbk_job *job, const dbk_xview *v, int64_t n, int64
         .w_ob = (ptrdiff_t)w_ob,
         .nb = nb,
         .np = np,
+        .skip_first = skip_first,
+        .skip_last = skip_last,
     };
     *st = (cf_dbk_store){
         .p = p,
@@ -1070,6 +1090,7 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
                                        ((wpos % s->stride[2]) * g.wq + wpos / s->stride[2]) *
                                            g.vl);
                 tap[t].w = (ptrdiff_t)(t * g.vl * g.vl);
+                tap[t].kw = (int)kw;
             }
 
     dbk_job job = {.p = p, .g = &g, .k = k, .a = a, .xb = (float *)(base + ws.x), .wp = wp,

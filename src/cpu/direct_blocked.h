@@ -22,6 +22,7 @@
 #define CONVFIND_CPU_DIRECT_BLOCKED_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cpu/isa.h"
 #include "problem/problem.h"
@@ -30,9 +31,11 @@
 #define CF_DBK_MAX_NP 14
 
 /* One kernel tap as a tile reads it: its input's offset from the tile's x and its
- * packed weights' offset from the tile's w, both in floats. */
+ * packed weights' offset from the tile's w, both in floats, and its index along W
+ * (cf_dbk_tile.skip_first). */
 typedef struct cf_dbk_tap {
     ptrdiff_t x, w;
+    int kw;
 } cf_dbk_tap;
 
 /* What one tile reduces over. */
@@ -51,6 +54,11 @@ typedef struct cf_dbk_tile {
                            * x[p * VL + ci]; otherwise X read in place (an NCHW 1x1 of
                            * stride 1), channel rows x_ci floats apart: x[ci * x_ci + p] */
     int nb, np;           /* out blocks (1..4) and pixels (1..max_np[nb]) */
+    /* Taps whose product the tile's first (skip_first) or last pixel (skip_last) leaves
+     * out because that pixel reads W's zero padding with it: bit kw for the taps of
+     * cf_dbk_tap.kw == kw (< 64).  Zero: every product is computed, as it may be, since
+     * the padding it would read holds zeros. */
+    uint64_t skip_first, skip_last;
     /* Packed weights a later share reads, to be brought into L2 while this one computes
      * (NULL: none): pf_lines cache lines from pf on for each of the nb output blocks, w_ob
      * floats apart, asked for a few at a time over the tile's reduction steps. */

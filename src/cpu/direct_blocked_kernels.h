@@ -103,11 +103,39 @@ DBK_INLINE void dbk_prefetch_step(const cf_dbk_tile *t, int step, int per)
                            (size_t)(hi - lo) * CF_PREFETCH_LINE);
 }
 
+/* One tap's products over the VL channels of one input block: `skip0` / `skip1` (constants
+ * at every call) leave out the first / last pixel's, which read W's padding with it. */
+DBK_INLINE void dbk_tap(cf_vf acc[4][CF_DBK_MAX_NP], const cf_dbk_tile *t, const float *xp,
+                        const float *wk, const int nb, const int np, const bool rows,
+                        const bool skip0, const bool skip1)
+{
+#pragma GCC unroll 2
+    for (int ci = 0; ci < CF_VL; ci++) {
+        const float *xr = rows ? xp + ci * t->x_ci : xp + ci;
+        cf_vf wv[4];
+#pragma GCC unroll 4
+        for (int j = 0; j < nb; j++)
+            wv[j] = cf_vload(wk + j * t->w_ob + ci * CF_VL);
+#pragma GCC unroll 14
+        for (int p = 0; p < np; p++) {
+            if ((skip0 && p == 0) || (skip1 && p == np - 1))
+                continue;
+            cf_vf b = cf_vbcast(xr[rows ? p : p * CF_VL]);
+#pragma GCC unroll 4
+            for (int j = 0; j < nb; j++)
+                acc[j][p] = cf_vfma(wv[j], b, acc[j][p]);
+        }
+    }
+}
+
 /* Computes the tile's sums over its share of the reduction (starting from zero or from
  * the partial sums in acc_in), then saves them to acc_out or, when the share is the
  * last, stores them through the epilogue.  `rows` (a constant at every call): X is read
  * in place, one row per channel (cf_dbk_tile.x_ci), instead of from the blocked layout;
- * either way a channel step broadcasts from fixed offsets of one base pointer. */
+ * either way a channel step broadcasts from fixed offsets of one base pointer.  A tap
+ * with which the first or last pixel reads padding takes the products that leave that
+ * pixel's out (X read in place has no padding): on a 7-pixel row of a 3x3 kernel they
+ * are a tenth of the products. */
 DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int nb, const int np,
                         const bool rows)
 {
@@ -128,20 +156,23 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
             const float *xp = xc + t->tap[k].x, *wk = w + t->tap[k].w;
             if (pf_per)
                 dbk_prefetch_step(t, cb * t->ntaps + k, pf_per);
-#pragma GCC unroll 2
-            for (int ci = 0; ci < CF_VL; ci++) {
-                const float *xr = rows ? xp + ci * t->x_ci : xp + ci;
-                cf_vf wv[4];
-#pragma GCC unroll 4
-                for (int j = 0; j < nb; j++)
-                    wv[j] = cf_vload(wk + j * t->w_ob + ci * CF_VL);
-#pragma GCC unroll 14
-                for (int p = 0; p < np; p++) {
-                    cf_vf b = cf_vbcast(xr[rows ? p : p * CF_VL]);
-#pragma GCC unroll 4
-                    for (int j = 0; j < nb; j++)
-                        acc[j][p] = cf_vfma(wv[j], b, acc[j][p]);
-                }
+            const unsigned kw = (unsigned)t->tap[k].kw;
+            const int edge = rows || kw >= 64 ? 0
+                                              : (int)(t->skip_first >> kw & 1) |
+                                                    (int)(t->skip_last >> kw & 1) << 1;
+            switch (edge) {
+            case 0:
+                dbk_tap(acc, t, xp, wk, nb, np, rows, false, false);
+                break;
+            case 1:
+                dbk_tap(acc, t, xp, wk, nb, np, rows, true, false);
+                break;
+            case 2:
+                dbk_tap(acc, t, xp, wk, nb, np, rows, false, true);
+                break;
+            default:
+                dbk_tap(acc, t, xp, wk, nb, np, rows, true, true);
+                break;
             }
         }
     }
