@@ -1039,6 +1039,35 @@ static void test_direct_blocked_long_shares_narrow_tiles(void **state)
     cf_cpu_fma512_force(-1);
 }
 
+/* Inside the tile kernel, a tile's first and last pixel leave out their products with the
+ * taps that read W's padding there (direct_blocked.c, dbk_padding_taps; bits of the
+ * kernel's W index below 64).  Rows of 1 to 30 output pixels (one tile, where first and
+ * last pixel may be one, or several), kernels 1 to 7 wide and 65 or 70 wide (past the
+ * masks), dilations and strides 1 or 2, padding up to the kernel's reach on either side,
+ * 1 to 3 rows of 1- or 3-row kernels, either layout, at every ISA level. */
+static void gen_w_padding_edges(rng *r, tconv *t)
+{
+    static const int64_t widths[] = {1, 2, 3, 5, 7, 65, 70};
+    memset(t, 0, sizeof *t);
+    t->nsp = 2;
+    t->n = t->g = 1;
+    t->c = rnd_in(r, 1, 2) * 16 + rnd_in(r, 0, 1);
+    t->m = 16 * rnd_in(r, 1, 2) + rnd_in(r, 0, 3);
+    const int64_t kw = widths[rnd_in(r, 0, 6)];
+    random_axis(r, t, 0, rnd_in(r, 0, 1) ? 3 : 1, 1, 1, 3);
+    random_axis(r, t, 1, kw, rnd_in(r, 1, 2), kw > 7 ? 1 : rnd_in(r, 1, 2), 30);
+    t->in[2] = t->k[2] = t->s[2] = t->d[2] = 1;
+    random_epilogue(r, t);
+}
+
+static void test_direct_blocked_w_padding_edges(void **state)
+{
+    (void)state;
+    static const int threads[] = {1, 2, 0};
+    rng r = {0xed9e5ull};
+    check_direct_blocked_every_level(gen_w_padding_edges, threads, 12, &r);
+}
+
 static void test_direct_blocked_packed_across_levels(void **state)
 {
     (void)state;
@@ -1291,6 +1320,7 @@ int main(void)
         cmocka_unit_test(test_direct_blocked_slabs),
         cmocka_unit_test(test_direct_blocked_long_shares),
         cmocka_unit_test(test_direct_blocked_long_shares_narrow_tiles),
+        cmocka_unit_test(test_direct_blocked_w_padding_edges),
         cmocka_unit_test(test_direct_blocked_packed_across_levels),
         cmocka_unit_test(test_direct_blocked_small_workspace),
         cmocka_unit_test(test_direct_blocked_applicability),
