@@ -4,8 +4,9 @@
  *
  * One execution: (1) pack the weights unless the caller passed packed ones made at the
  * active ISA level, (2) copy X into the padded, blocked, phase-split layout (for a 1x1
- * kernel without padding: only the pixels it reads, densely; for a 1x1 of stride 1 on
- * NCHW with whole blocks of channels and X within L2: nothing, the tiles read X's channel
+ * kernel without padding: only the pixels it reads, densely; on NCHW with whole blocks
+ * of channels and X within L2, for a 1x1 of stride 1 or a kernel of stride 1 along W
+ * with at most one pixel of W padding at each end: nothing, the tiles read X's channel
  * rows where they are; for a 2-D input many times L2: a slab of rows at a time, each
  * computed at once, see dbk_slabs), (3) run one task per
  * (image, group, group of output blocks, band of the output plane): each walks its band
@@ -73,9 +74,10 @@ typedef struct dbk_geom {
     cf_geom3 s;
     bool flat;
     bool flat_unit;            /* flat, every axis as long as its output: X's plane is Y's */
-    bool in_place;             /* flat_unit in NCHW with whole blocks, at 16 lanes, X within
-                                * L2 (dbk_geom_of): the tiles read X where it is, a row per
-                                * channel, and nothing is converted */
+    bool in_place;             /* flat_unit, or stride 1 along W with at most one pixel of
+                                * W padding at each end, in NCHW with whole blocks, at 16
+                                * lanes, X within L2 (dbk_geom_of): the tiles read X where
+                                * it is, a row per channel, and nothing is converted */
     int64_t groups, cbg, mbg;  /* groups, input / output blocks per group */
     int64_t cg, mg;            /* channels per group */
     int64_t ntaps;
@@ -206,8 +208,16 @@ static dbk_geom dbk_geom_of(const cf_problem *p, int vl)
      * of X, 0.79-0.83x the time; YOLOv5s's 128 -> 64 on 80x80, 3.3 MB, 1.12x, and
      * DeepLabV3's 512 -> 128 on 65x65, 8.6 MB, 1.5x; ResNet-50's 256 -> 64 on 56x56,
      * 3.2 MB, 0.95x, is left out by this bound). */
-    g.in_place = vl == DBK_IN_PLACE_VL && g.flat_unit && p->layout == CONVFIND_LAYOUT_NCHW &&
-                 g.cg % vl == 0 &&
+    /* A kernel of stride 1 along W with at most one pixel of W padding at each end reads
+     * X in place too: a tile's taps then read padding only with its first or last pixel,
+     * whose products with them the kernel leaves out (cf_dbk_tile.skip_first), and the
+     * taps whose D or H position is padding are left out of the tile (dbk_tile_at). */
+    const int64_t pad_end_w = (g.s.out[2] - 1) * g.s.stride[2] + (g.s.k[2] - 1) * g.s.dil[2] +
+                              1 - g.s.pad[2] - g.s.in[2];
+    const bool rows_in_place = !g.flat && g.s.stride[2] == 1 && g.s.pad[2] <= 1 &&
+                               pad_end_w <= 1 && g.s.k[2] <= 64;
+    g.in_place = vl == DBK_IN_PLACE_VL && (g.flat_unit || rows_in_place) &&
+                 p->layout == CONVFIND_LAYOUT_NCHW && g.cg % vl == 0 &&
                  (double)g.cg * (double)p->in_sp * sizeof(float) <= (double)cf_cpu_caches()->l2;
     if (g.flat) {
         int64_t out_sp = g.s.out[0] * g.s.out[1] * g.s.out[2];
@@ -650,9 +660,11 @@ static void dbk_tile_at(const dbk_job *job, const dbk_xview *v, int64_t n, int64
     int64_t r = t / job->tpr, ow0 = t % job->tpr * job->np;
     int np = g->row_len - ow0 < job->np ? (int)(g->row_len - ow0) : job->np;
     int64_t od = r / s->out[1], oh = r % s->out[1];
-    const float *xrow = g->flat ? v->x
-                                : v->x + (size_t)((od * s->stride[0] * g->hp +
-                                                   oh * s->stride[1] - v->row0) * g->rs);
+    const float *xrow = g->flat       ? v->x
+                        : g->in_place ? v->x + (od * s->stride[0] * s->in[1] +
+                                                oh * s->stride[1]) * s->in[2]
+                                      : v->x + (size_t)((od * s->stride[0] * g->hp +
+                                                         oh * s->stride[1] - v->row0) * g->rs);
     int64_t px = r * g->row_len + ow0; /* the tile's first pixel in the output plane */
     /* The last group may hold fewer blocks (np fits: max_np never increases). */
     int nb = g->mbg - ob0 < job->nb ? (int)(g->mbg - ob0) : job->nb;
@@ -1086,9 +1098,15 @@ static convfind_status dbk_execute(const cf_problem *p, const void *state, const
         for (int64_t kh = 0; kh < s->k[1]; kh++)
             for (int64_t kw = 0; kw < s->k[2]; kw++, t++) {
                 int64_t wpos = kw * s->dil[2];
-                tap[t].x = (ptrdiff_t)((kd * s->dil[0] * g.hp + kh * s->dil[1]) * g.rs +
-                                       ((wpos % s->stride[2]) * g.wq + wpos / s->stride[2]) *
-                                           g.vl);
+                /* In place: from the input pixel of the tile's first output pixel and tap
+                 * 0, padding included (the taps that would read before X are left out). */
+                tap[t].x = g.in_place
+                               ? (ptrdiff_t)(((kd * s->dil[0] - s->pad[0]) * s->in[1] +
+                                              kh * s->dil[1] - s->pad[1]) * s->in[2] +
+                                             wpos - s->pad[2])
+                               : (ptrdiff_t)((kd * s->dil[0] * g.hp + kh * s->dil[1]) * g.rs +
+                                             ((wpos % s->stride[2]) * g.wq +
+                                              wpos / s->stride[2]) * g.vl);
                 tap[t].w = (ptrdiff_t)(t * g.vl * g.vl);
                 tap[t].kw = (int)kw;
             }

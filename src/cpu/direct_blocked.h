@@ -11,7 +11,9 @@
  *          without padding stores only the pixels it reads: [n][block][out pixel][VL];
  *          one of stride 1 on NCHW with whole blocks of channels (and X within L2)
  *          reads X in place instead at 16 lanes, each input channel a row of pixels
- *          (cf_dbk_tile.x_ci; only the AVX-512 kernel reads it).
+ *          (cf_dbk_tile.x_ci; only the AVX-512 kernel reads it), and so does any
+ *          kernel of stride 1 along W with at most one pixel of W padding at each end
+ *          (the tile leaves out the products that would read padding).
  *   weights [group][out block][in block][tap][VL in][VL out], zero-padded.
  * A tile is `np` consecutive output pixels of one row times `nb` output blocks; its
  * accumulators (nb * np vectors) stay in registers over a share of the reduction (a
@@ -51,8 +53,8 @@ typedef struct cf_dbk_tile {
     ptrdiff_t w_cb;       /* floats between the weights of consecutive input blocks */
     ptrdiff_t w_ob;       /* floats between the packed weights of consecutive out blocks */
     ptrdiff_t x_ci;       /* 0: x is the blocked layout, pixel p's channel ci at
-                           * x[p * VL + ci]; otherwise X read in place (an NCHW 1x1 of
-                           * stride 1), channel rows x_ci floats apart: x[ci * x_ci + p] */
+                           * x[p * VL + ci]; otherwise X read in place (NCHW, stride 1
+                           * along W), channel rows x_ci floats apart: x[ci * x_ci + p] */
     int nb, np;           /* out blocks (1..4) and pixels (1..max_np[nb]) */
     /* Taps whose product the tile's first (skip_first) or last pixel (skip_last) leaves
      * out because that pixel reads W's zero padding with it: bit kw for the taps of

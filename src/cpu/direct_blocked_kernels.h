@@ -134,8 +134,8 @@ DBK_INLINE void dbk_tap(cf_vf acc[4][CF_DBK_MAX_NP], const cf_dbk_tile *t, const
  * in place, one row per channel (cf_dbk_tile.x_ci), instead of from the blocked layout;
  * either way a channel step broadcasts from fixed offsets of one base pointer.  A tap
  * with which the first or last pixel reads padding takes the products that leave that
- * pixel's out (X read in place has no padding): on a 7-pixel row of a 3x3 kernel they
- * are a tenth of the products. */
+ * pixel's out: on a 7-pixel row of a 3x3 kernel they are a tenth of the products, and X
+ * read in place has no padding there to read. */
 DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int nb, const int np,
                         const bool rows)
 {
@@ -157,9 +157,9 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
             if (pf_per)
                 dbk_prefetch_step(t, cb * t->ntaps + k, pf_per);
             const unsigned kw = (unsigned)t->tap[k].kw;
-            const int edge = rows || kw >= 64 ? 0
-                                              : (int)(t->skip_first >> kw & 1) |
-                                                    (int)(t->skip_last >> kw & 1) << 1;
+            const int edge = kw >= 64 ? 0
+                                      : (int)(t->skip_first >> kw & 1) |
+                                            (int)(t->skip_last >> kw & 1) << 1;
             switch (edge) {
             case 0:
                 dbk_tap(acc, t, xp, wk, nb, np, rows, false, false);
@@ -209,16 +209,32 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
         return; /* the driver only asks for the shapes listed in max_np */                 \
     }
 
+/* The blocked layout's tiles and, in a function of their own, those that read X in place:
+ * sharing one function, the second's code changed how the compiler laid out the first's
+ * (1-3% slower on stride-2 layers, which never read in place). */
+static __attribute__((noinline)) void dbk_tile_blocked(const cf_dbk_tile *t, const cf_dbk_store *s)
+{
+    DBK_SWITCH(false)
+}
+
 /* X read in place is asked for only at 16 lanes (direct_blocked.c, DBK_IN_PLACE_VL), so
  * only the AVX-512 instance has that variant. */
+#if defined(CF_SIMD_AVX512)
+static __attribute__((noinline)) void dbk_tile_rows(const cf_dbk_tile *t, const cf_dbk_store *s)
+{
+    DBK_SWITCH(true)
+}
+#endif
+
 static void dbk_tile(const cf_dbk_tile *t, const cf_dbk_store *s)
 {
 #if defined(CF_SIMD_AVX512)
-    if (t->x_ci)
-        DBK_SWITCH(true)
-    else
+    if (t->x_ci) {
+        dbk_tile_rows(t, s);
+        return;
+    }
 #endif
-        DBK_SWITCH(false)
+    dbk_tile_blocked(t, s);
 }
 
 /* Stores the first n of the transposed pixels r (VL channels each) at their stride phase
