@@ -5,9 +5,9 @@
  * One execution: (1) pack the weights unless the caller passed packed ones made at the
  * active ISA level, (2) copy X into the padded, blocked, phase-split layout (for a 1x1
  * kernel without padding: only the pixels it reads, densely; on NCHW with whole blocks
- * of channels and X within L2, for a 1x1 of stride 1 or a kernel of stride 1 along W
- * with at most one pixel of W padding at each end: nothing, the tiles read X's channel
- * rows where they are; for a 2-D input many times L2: a slab of rows at a time, each
+ * of channels and X within L2, for a 1x1 of stride 1 or a kernel of stride 1 or 2 along
+ * W whose tiles read W padding only with their end pixels: nothing, the tiles read X's
+ * channel rows where they are; for a 2-D input many times L2: a slab of rows at a time, each
  * computed at once, see dbk_slabs), (3) run one task per
  * (image, group, group of output blocks, band of the output plane): each walks its band
  * in tiles whose sums stay in registers over a share of the reduction (as many input
@@ -74,10 +74,11 @@ typedef struct dbk_geom {
     cf_geom3 s;
     bool flat;
     bool flat_unit;            /* flat, every axis as long as its output: X's plane is Y's */
-    bool in_place;             /* flat_unit, or stride 1 along W with at most one pixel of
-                                * W padding at each end, in NCHW with whole blocks, at 16
-                                * lanes, X within L2 (dbk_geom_of): the tiles read X where
-                                * it is, a row per channel, and nothing is converted */
+    bool in_place;             /* flat_unit, or stride 1 or 2 along W with tiles that read
+                                * W padding only with their end pixels, in NCHW with whole
+                                * blocks, at 16 lanes, X within L2 (dbk_geom_of): the tiles
+                                * read X where it is, a row per channel, and nothing is
+                                * converted */
     int64_t groups, cbg, mbg;  /* groups, input / output blocks per group */
     int64_t cg, mg;            /* channels per group */
     int64_t ntaps;
@@ -208,14 +209,16 @@ static dbk_geom dbk_geom_of(const cf_problem *p, int vl)
      * of X, 0.79-0.83x the time; YOLOv5s's 128 -> 64 on 80x80, 3.3 MB, 1.12x, and
      * DeepLabV3's 512 -> 128 on 65x65, 8.6 MB, 1.5x; ResNet-50's 256 -> 64 on 56x56,
      * 3.2 MB, 0.95x, is left out by this bound). */
-    /* A kernel of stride 1 along W with at most one pixel of W padding at each end reads
-     * X in place too: a tile's taps then read padding only with its first or last pixel,
-     * whose products with them the kernel leaves out (cf_dbk_tile.skip_first), and the
-     * taps whose D or H position is padding are left out of the tile (dbk_tile_at). */
-    const int64_t pad_end_w = (g.s.out[2] - 1) * g.s.stride[2] + (g.s.k[2] - 1) * g.s.dil[2] +
-                              1 - g.s.pad[2] - g.s.in[2];
-    const bool rows_in_place = !g.flat && g.s.stride[2] == 1 && g.s.pad[2] <= 1 &&
-                               pad_end_w <= 1 && g.s.k[2] <= 64;
+    /* A kernel of stride 1 or 2 along W reads X in place too where a tile's taps read
+     * W padding only with its first or last pixel (at most `stride` pixels of padding
+     * read at each end), whose products with them the kernel leaves out
+     * (cf_dbk_tile.skip_first); the taps whose D or H position is padding are left out of
+     * the tile (dbk_tile_at). */
+    const int64_t sw = g.s.stride[2];
+    const int64_t pad_end_w = (g.s.out[2] - 1) * sw + (g.s.k[2] - 1) * g.s.dil[2] + 1 -
+                              g.s.pad[2] - g.s.in[2];
+    const bool rows_in_place = !g.flat && sw <= 2 && g.s.pad[2] <= sw && pad_end_w <= sw &&
+                               g.s.k[2] <= 64;
     g.in_place = vl == DBK_IN_PLACE_VL && (g.flat_unit || rows_in_place) &&
                  p->layout == CONVFIND_LAYOUT_NCHW && g.cg % vl == 0 &&
                  (double)g.cg * (double)p->in_sp * sizeof(float) <= (double)cf_cpu_caches()->l2;
@@ -688,12 +691,13 @@ static void dbk_tile_at(const dbk_job *job, const dbk_xview *v, int64_t n, int64
         skip_last = dbk_padding_taps(s, w1);
     }
     *tl = (cf_dbk_tile){
-        .x = xrow + (g->in_place ? ow0 : ow0 * vl),
+        .x = xrow + (g->in_place ? ow0 * s->stride[2] : ow0 * vl),
         .tap = job->tap,
         .ntaps = (int)g->ntaps,
         .ncb = (int)g->cbg,
         .x_cb = v->x_cb,
         .x_ci = g->in_place ? (ptrdiff_t)p->in_sp : 0,
+        .x_px = (int)s->stride[2],
         .w = job->wp + (size_t)((grp * g->mbg + ob0) * w_ob),
         .w_cb = (ptrdiff_t)(g->ntaps * vl * vl),
         .w_ob = (ptrdiff_t)w_ob,

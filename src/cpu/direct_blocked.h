@@ -12,8 +12,8 @@
  *          one of stride 1 on NCHW with whole blocks of channels (and X within L2)
  *          reads X in place instead at 16 lanes, each input channel a row of pixels
  *          (cf_dbk_tile.x_ci; only the AVX-512 kernel reads it), and so does any
- *          kernel of stride 1 along W with at most one pixel of W padding at each end
- *          (the tile leaves out the products that would read padding).
+ *          kernel of stride 1 or 2 along W whose tiles read W padding only with their
+ *          first and last pixel (the tile leaves out those products).
  *   weights [group][out block][in block][tap][VL in][VL out], zero-padded.
  * A tile is `np` consecutive output pixels of one row times `nb` output blocks; its
  * accumulators (nb * np vectors) stay in registers over a share of the reduction (a
@@ -54,7 +54,8 @@ typedef struct cf_dbk_tile {
     ptrdiff_t w_ob;       /* floats between the packed weights of consecutive out blocks */
     ptrdiff_t x_ci;       /* 0: x is the blocked layout, pixel p's channel ci at
                            * x[p * VL + ci]; otherwise X read in place (NCHW, stride 1
-                           * along W), channel rows x_ci floats apart: x[ci * x_ci + p] */
+                           * or 2 along W), channel rows x_ci floats apart:
+                           * x[ci * x_ci + p * x_px] */
     int nb, np;           /* out blocks (1..4) and pixels (1..max_np[nb]) */
     /* Taps whose product the tile's first (skip_first) or last pixel (skip_last) leaves
      * out because that pixel reads W's zero padding with it: bit kw for the taps of
@@ -66,6 +67,7 @@ typedef struct cf_dbk_tile {
      * floats apart, asked for a few at a time over the tile's reduction steps. */
     const float *pf;
     int pf_lines;
+    int x_px;             /* X read in place: floats between a row's pixels (1 or 2) */
     /* A reduction split into shares: the partial sums to start from (NULL: zero) and
      * where to leave them (NULL: this share is the last, store through the epilogue).
      * Both hold nb * np vectors, [block][pixel][VL], VL-aligned; they may be the same. */

@@ -107,7 +107,7 @@ DBK_INLINE void dbk_prefetch_step(const cf_dbk_tile *t, int step, int per)
  * at every call) leave out the first / last pixel's, which read W's padding with it. */
 DBK_INLINE void dbk_tap(cf_vf acc[4][CF_DBK_MAX_NP], const cf_dbk_tile *t, const float *xp,
                         const float *wk, const int nb, const int np, const bool rows,
-                        const bool skip0, const bool skip1)
+                        const int px, const bool skip0, const bool skip1)
 {
 #pragma GCC unroll 2
     for (int ci = 0; ci < CF_VL; ci++) {
@@ -120,7 +120,7 @@ DBK_INLINE void dbk_tap(cf_vf acc[4][CF_DBK_MAX_NP], const cf_dbk_tile *t, const
         for (int p = 0; p < np; p++) {
             if ((skip0 && p == 0) || (skip1 && p == np - 1))
                 continue;
-            cf_vf b = cf_vbcast(xr[rows ? p : p * CF_VL]);
+            cf_vf b = cf_vbcast(xr[rows ? p * px : p * CF_VL]);
 #pragma GCC unroll 4
             for (int j = 0; j < nb; j++)
                 acc[j][p] = cf_vfma(wv[j], b, acc[j][p]);
@@ -130,14 +130,15 @@ DBK_INLINE void dbk_tap(cf_vf acc[4][CF_DBK_MAX_NP], const cf_dbk_tile *t, const
 
 /* Computes the tile's sums over its share of the reduction (starting from zero or from
  * the partial sums in acc_in), then saves them to acc_out or, when the share is the
- * last, stores them through the epilogue.  `rows` (a constant at every call): X is read
- * in place, one row per channel (cf_dbk_tile.x_ci), instead of from the blocked layout;
- * either way a channel step broadcasts from fixed offsets of one base pointer.  A tap
+ * last, stores them through the epilogue.  `rows` and `px` (constants at every call): X
+ * is read in place, one row per channel (cf_dbk_tile.x_ci), its pixels px floats apart
+ * (the stride along W), instead of from the blocked layout; either way a channel step
+ * broadcasts from fixed offsets of one base pointer.  A tap
  * with which the first or last pixel reads padding takes the products that leave that
  * pixel's out: on a 7-pixel row of a 3x3 kernel they are a tenth of the products, and X
  * read in place has no padding there to read. */
 DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int nb, const int np,
-                        const bool rows)
+                        const bool rows, const int px)
 {
     float buf[4 * CF_DBK_MAX_NP * CF_VL] __attribute__((aligned(64)));
     cf_vf acc[4][CF_DBK_MAX_NP];
@@ -162,16 +163,16 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
                                             (int)(t->skip_last >> kw & 1) << 1;
             switch (edge) {
             case 0:
-                dbk_tap(acc, t, xp, wk, nb, np, rows, false, false);
+                dbk_tap(acc, t, xp, wk, nb, np, rows, px, false, false);
                 break;
             case 1:
-                dbk_tap(acc, t, xp, wk, nb, np, rows, true, false);
+                dbk_tap(acc, t, xp, wk, nb, np, rows, px, true, false);
                 break;
             case 2:
-                dbk_tap(acc, t, xp, wk, nb, np, rows, false, true);
+                dbk_tap(acc, t, xp, wk, nb, np, rows, px, false, true);
                 break;
             default:
-                dbk_tap(acc, t, xp, wk, nb, np, rows, true, true);
+                dbk_tap(acc, t, xp, wk, nb, np, rows, px, true, true);
                 break;
             }
         }
@@ -187,42 +188,49 @@ DBK_INLINE void dbk_run(const cf_dbk_tile *t, const cf_dbk_store *s, const int n
         dbk_store(s, buf, nb, np);
 }
 
-#define DBK_CASE(nb, np, rows)                                                             \
+#define DBK_CASE(nb, np, rows, px)                                                         \
     case (nb) * 64 + (np):                                                                 \
         if ((np) > DBK_NP(nb))                                                             \
             return;                                                                        \
-        dbk_run(t, s, nb, np, rows);                                                       \
+        dbk_run(t, s, nb, np, rows, px);                                                   \
         break;
-#define DBK_CASES(nb, rows)                                                                \
-    DBK_CASE(nb, 1, rows) DBK_CASE(nb, 2, rows) DBK_CASE(nb, 3, rows)                      \
-    DBK_CASE(nb, 4, rows) DBK_CASE(nb, 5, rows) DBK_CASE(nb, 6, rows)                      \
-    DBK_CASE(nb, 7, rows) DBK_CASE(nb, 8, rows) DBK_CASE(nb, 9, rows)                      \
-    DBK_CASE(nb, 10, rows) DBK_CASE(nb, 11, rows) DBK_CASE(nb, 12, rows)                   \
-    DBK_CASE(nb, 13, rows) DBK_CASE(nb, 14, rows)
-#define DBK_SWITCH(rows)                                                                   \
+#define DBK_CASES(nb, rows, px)                                                            \
+    DBK_CASE(nb, 1, rows, px) DBK_CASE(nb, 2, rows, px) DBK_CASE(nb, 3, rows, px)          \
+    DBK_CASE(nb, 4, rows, px) DBK_CASE(nb, 5, rows, px) DBK_CASE(nb, 6, rows, px)          \
+    DBK_CASE(nb, 7, rows, px) DBK_CASE(nb, 8, rows, px) DBK_CASE(nb, 9, rows, px)          \
+    DBK_CASE(nb, 10, rows, px) DBK_CASE(nb, 11, rows, px) DBK_CASE(nb, 12, rows, px)       \
+    DBK_CASE(nb, 13, rows, px) DBK_CASE(nb, 14, rows, px)
+#define DBK_SWITCH(rows, px)                                                               \
     switch (t->nb * 64 + t->np) {                                                          \
-        DBK_CASES(1, rows)                                                                 \
-        DBK_CASES(2, rows)                                                                 \
-        DBK_CASES(3, rows)                                                                 \
-        DBK_CASES(4, rows)                                                                 \
+        DBK_CASES(1, rows, px)                                                             \
+        DBK_CASES(2, rows, px)                                                             \
+        DBK_CASES(3, rows, px)                                                             \
+        DBK_CASES(4, rows, px)                                                             \
     default:                                                                               \
         return; /* the driver only asks for the shapes listed in max_np */                 \
     }
 
-/* The blocked layout's tiles and, in a function of their own, those that read X in place:
- * sharing one function, the second's code changed how the compiler laid out the first's
- * (1-3% slower on stride-2 layers, which never read in place). */
+/* The blocked layout's tiles and, in functions of their own, those that read X in place:
+ * sharing one function, the in-place code changed how the compiler laid out the blocked
+ * one's (1-3% slower on stride-2 layers that did not read in place). */
 static __attribute__((noinline)) void dbk_tile_blocked(const cf_dbk_tile *t, const cf_dbk_store *s)
 {
-    DBK_SWITCH(false)
+    DBK_SWITCH(false, 1)
 }
 
 /* X read in place is asked for only at 16 lanes (direct_blocked.c, DBK_IN_PLACE_VL), so
- * only the AVX-512 instance has that variant. */
+ * only the AVX-512 instance has those variants: pixels 1 or 2 floats apart. */
 #if defined(CF_SIMD_AVX512)
-static __attribute__((noinline)) void dbk_tile_rows(const cf_dbk_tile *t, const cf_dbk_store *s)
+static __attribute__((noinline)) void dbk_tile_in_place1(const cf_dbk_tile *t,
+                                                         const cf_dbk_store *s)
 {
-    DBK_SWITCH(true)
+    DBK_SWITCH(true, 1)
+}
+
+static __attribute__((noinline)) void dbk_tile_in_place2(const cf_dbk_tile *t,
+                                                         const cf_dbk_store *s)
+{
+    DBK_SWITCH(true, 2)
 }
 #endif
 
@@ -230,7 +238,10 @@ static void dbk_tile(const cf_dbk_tile *t, const cf_dbk_store *s)
 {
 #if defined(CF_SIMD_AVX512)
     if (t->x_ci) {
-        dbk_tile_rows(t, s);
+        if (t->x_px == 2)
+            dbk_tile_in_place2(t, s);
+        else
+            dbk_tile_in_place1(t, s);
         return;
     }
 #endif
