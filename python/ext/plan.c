@@ -28,7 +28,7 @@ typedef struct cfpy_plan {
     PyObject *y_shape_obj; /* tuple, for allocating outputs */
 } cfpy_plan;
 
-static PyObject *numpy_empty; /* numpy.empty, imported on the first allocation */
+static PyObject *aligned_empty; /* convfind._alloc.empty, imported on the first allocation */
 static PyObject *dlpack_default_stream; /* 1: CUDA's legacy default stream in DLPack */
 
 static PyObject *int_tuple(int n, const int64_t *v)
@@ -216,16 +216,18 @@ static PyObject *allocate_output(cfpy_plan *self)
                         "memory only");
         return NULL;
     }
-    if (numpy_empty == NULL) {
-        PyObject *np = PyImport_ImportModule("numpy");
-        if (np == NULL)
+    /* numpy.empty's large arrays start 16 bytes past a page: the kernels' vector loads
+     * and stores of their rows would each span two cache lines (_alloc.py). */
+    if (aligned_empty == NULL) {
+        PyObject *mod = PyImport_ImportModule("convfind._alloc");
+        if (mod == NULL)
             return NULL;
-        numpy_empty = PyObject_GetAttrString(np, "empty");
-        Py_DECREF(np);
-        if (numpy_empty == NULL)
+        aligned_empty = PyObject_GetAttrString(mod, "empty");
+        Py_DECREF(mod);
+        if (aligned_empty == NULL)
             return NULL;
     }
-    return PyObject_CallFunction(numpy_empty, "Os", self->y_shape_obj,
+    return PyObject_CallFunction(aligned_empty, "Os", self->y_shape_obj,
                                  cfpy_dtype_name(self->dtype));
 }
 

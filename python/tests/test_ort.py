@@ -65,6 +65,12 @@ def test_runs_after_runs_keep_their_results(ctx):
     for x, y in zip(xs, ys):
         close(y, plain(model, x))
     close(session.run(None, {"input": xs[0]})[0], ys[0])
+    # Those arrays start on a 64-byte boundary, as the kernels' vector rows want.
+    ids = [a.s.decode() for n in session.model.graph.node if n.op_type.startswith("Convfind")
+           for a in n.attribute if a.name == "node"]
+    kept = [y for i in ids for per_step in getattr(_kernel._nodes[i].local, "buffers", [])
+            for y in per_step.values()]
+    assert kept and all(y.ctypes.data % 64 == 0 for y in kept)
 
 
 def test_a_segment_with_several_inputs_and_outputs(ctx):

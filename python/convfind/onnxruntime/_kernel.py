@@ -18,12 +18,12 @@ hands every other PyOp to the previous dispatcher.
 
 import threading
 
-import numpy
 import onnxruntime_extensions
 from onnxruntime_extensions import PyCustomOpDef
 from onnxruntime_extensions import _ocos
 
 import convfind
+from convfind import _alloc
 
 DOMAIN = "ai.onnx.contrib"  # the domain PyOp registers its operators in
 
@@ -126,7 +126,7 @@ class Segment:
         if y is None:
             if len(buffers[k]) >= _MAX_SHAPES:
                 buffers[k].pop(next(iter(buffers[k])), None)
-            y = buffers[k][x.shape] = numpy.empty(plan.output_shape, x.dtype)
+            y = buffers[k][x.shape] = _alloc.empty(plan.output_shape, x.dtype)
         return y
 
     def run(self, feed, execute=None):
