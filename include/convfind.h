@@ -29,6 +29,9 @@
  *   object.  A destroy function must not race with any other use of that object.
  * - Tensors are dense, C-ordered and of the problem's data type.  Logical dimensions are
  *   always given in ONNX order (N, C, D1, ..., Dk); the layout says how they are stored.
+ *   Host tensors may have any alignment of their element type, but the CPU kernels are
+ *   fastest on 64-byte aligned ones (a cache line; malloc's 16 bytes make every vector of
+ *   a row span two lines: ResNet-50's 56x56 1x1 layers took 1.05-1.2x their time).
  */
 #ifndef CONVFIND_H
 #define CONVFIND_H
