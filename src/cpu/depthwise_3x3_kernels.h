@@ -279,12 +279,27 @@ static __attribute__((noinline)) void dw_3x3s1_window_any(const cf_dw_job *j, si
  * rows did not fit AVX2's registers (s2 28x28 planes 297 -> 375 cycles). */
 
 /* Input columns 2 k CF_VL .. + 2 CF_VL - 1 of `q` (the strip's first input column of a
- * row; NULL: a row of padding) as even and odd columns, loads masked by ma, mb. */
-DW_INLINE void dw_s2_split(const float *q, int k, unsigned ma, unsigned mb, cf_vf *even,
-                           cf_vf *odd)
+ * row; NULL: a row of padding) as even and odd columns, loads masked by ma, mb; plain
+ * loads where `whole` (every column inside the row: all but a row's last output vector)
+ * and masked ones cost more (CF_VMASK_FREE 0).  At AVX2 the masked loads (vmaskmovps)
+ * and their mask vectors, spilled from 16 registers, cost stride-2 planes 8-14% of their
+ * time.  AVX-512 keeps its masked loads, which cost what plain ones do, in the very code
+ * it had: GCC laid the kernel out differently even for a branch it could fold away. */
+DW_INLINE void dw_s2_split(const float *q, int k, bool whole, unsigned ma, unsigned mb,
+                           cf_vf *even, cf_vf *odd)
 {
+#if CF_VMASK_FREE
+    (void)whole;
     const cf_vf a = q ? cf_vload_mask(q + 2 * k * CF_VL, ma) : cf_vzero();
     const cf_vf b = q ? cf_vload_mask(q + (2 * k + 1) * CF_VL, mb) : cf_vzero();
+#else
+    const cf_vf a = !q     ? cf_vzero()
+                    : whole ? cf_vload(q + 2 * k * CF_VL)
+                            : cf_vload_mask(q + 2 * k * CF_VL, ma);
+    const cf_vf b = !q     ? cf_vzero()
+                    : whole ? cf_vload(q + (2 * k + 1) * CF_VL)
+                            : cf_vload_mask(q + (2 * k + 1) * CF_VL, mb);
+#endif
     *even = cf_veven(a, b);
     *odd = cf_vodd(a, b);
 }
@@ -328,8 +343,8 @@ DW_INLINE void dw_s2_strip(const cf_dw_job *j, const float *x, float *y, const f
         left0 = p2;
         for (int k = 0; k < vecs; k++) {
             cf_vf e1, o1, e2, o2;
-            dw_s2_split(q1, k, ma[k], mb[k], &e1, &o1);
-            dw_s2_split(q2, k, ma[k], mb[k], &e2, &o2);
+            dw_s2_split(q1, k, !end || k + 1 < vecs, ma[k], mb[k], &e1, &o1);
+            dw_s2_split(q2, k, !end || k + 1 < vecs, ma[k], mb[k], &e2, &o2);
             cf_vf acc = cf_vadd(dw_s2_taps(e1, o1, p1, w, 3, w[9]),
                                 cf_vadd(dw_s2_taps(e0[k], o0[k], p0, w, 0, cf_vzero()),
                                         dw_s2_taps(e2, o2, p2, w, 6, cf_vzero())));

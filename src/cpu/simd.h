@@ -34,6 +34,9 @@
  *   cf_vload_mask(p, bits)  lane l = p[l] where bit l of bits is set, else 0; lanes whose
  *                    bit is clear are never read (no fault), so p may point outside
  *                    the array for them
+ *   CF_VMASK_FREE    1 where masked loads cost what plain ones do (AVX-512's mask
+ *                    registers), 0 where they cost more (AVX2's vmaskmovps and its mask
+ *                    vector; the portable lane loop)
  *   cf_vfma_mask(a, b, c, bits)  a * b + c in the lanes whose bit is set, c elsewhere
  *   cf_vadd_mask(a, b, bits)  a + b in the lanes whose bit is set, a elsewhere (b's
  *                    other lanes never reach the result, NaN and infinity included)
@@ -65,6 +68,7 @@
 #if defined(CF_SIMD_AVX512)
 #include <immintrin.h>
 #define CF_VL 16
+#define CF_VMASK_FREE 1
 #define CF_SIMD_SYM(name) name##_avx512
 typedef __m512 cf_vf;
 #define cf_vzero() _mm512_setzero_ps()
@@ -166,6 +170,7 @@ static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
 #elif defined(CF_SIMD_AVX2)
 #include <immintrin.h>
 #define CF_VL 8
+#define CF_VMASK_FREE 0
 #define CF_SIMD_SYM(name) name##_avx2
 typedef __m256 cf_vf;
 #define cf_vzero() _mm256_setzero_ps()
@@ -317,6 +322,7 @@ static inline cf_vf cf_vsel_ge0(cf_vf v, cf_vf a, cf_vf b)
  * Four lanes: the width every 64-bit target's baseline has (SSE2, NEON), so the
  * vectors live in registers and pass by value without ABI caveats. */
 #define CF_VL 4
+#define CF_VMASK_FREE 0
 #define CF_SIMD_SYM(name) name##_portable
 typedef float cf_vf __attribute__((vector_size(CF_VL * sizeof(float))));
 typedef int cf_vi __attribute__((vector_size(CF_VL * sizeof(int))));
