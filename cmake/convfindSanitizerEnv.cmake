@@ -2,7 +2,10 @@
 # built with the sanitizers but loads a sanitized libconvfind.so (python via ctypes).
 # ASan and TSan refuse to start unless their runtime is the first library loaded, so the
 # runtime is preloaded; leak checking is off because the interpreter's own allocations,
-# which live until exit, would be reported as leaks.
+# which live until exit, would be reported as leaks.  libstdc++ is preloaded after it:
+# ASan's interceptor of __cxa_throw finds the real one when the runtime starts, and in a
+# process without C++ at that point (python) the first C++ exception thrown later (ONNX
+# Runtime's, in the Python package's tests) stopped the process with a failed CHECK.
 #
 # Sets CONVFIND_PRELOAD_TEST_ENV: a list of NAME=VALUE for a test's ENVIRONMENT property,
 # empty when no sanitizer needs a preload (UBSan alone does not).
@@ -28,5 +31,11 @@ if(_rt)
     message(FATAL_ERROR "CONVFIND_SANITIZE=${CONVFIND_SANITIZE}: ${CMAKE_C_COMPILER} "
                         "does not know where ${_rt_file} is (got '${_rt_path}')")
   endif()
-  set(CONVFIND_PRELOAD_TEST_ENV LD_PRELOAD=${_rt_path} ${_options})
+  set(_preload ${_rt_path})
+  execute_process(COMMAND ${CMAKE_C_COMPILER} -print-file-name=libstdc++.so.6
+                  OUTPUT_VARIABLE _cxx_path OUTPUT_STRIP_TRAILING_WHITESPACE)
+  if(IS_ABSOLUTE "${_cxx_path}" AND EXISTS "${_cxx_path}")
+    string(APPEND _preload ":${_cxx_path}")
+  endif()
+  set(CONVFIND_PRELOAD_TEST_ENV LD_PRELOAD=${_preload} ${_options})
 endif()
