@@ -265,6 +265,38 @@ static void test_gemm_1x1(void **state)
     run_family("cpu.gemm_1x1", GEN_1X1);
 }
 
+/* Checks `algo` on the NCHW or NHWC 1x1 problem of X dims x, W dims w, `group` and
+ * `stride`, built at the machine's level and run at `level`; `v` picks the epilogue
+ * (bias, residual, activation), and the pool and packed weights are the caller's. */
+static void check_1x1(const cf_algo *algo, convfind_layout layout, const int64_t x[4],
+                      const int64_t w[4], int64_t group, int64_t stride, size_t v, int level,
+                      cf_threadpool *pool, bool use_packed)
+{
+    convfind_conv_desc d;
+    convfind_conv_desc_init(&d);
+    d.layout = layout;
+    d.x_rank = d.w_rank = 4;
+    memcpy(d.x_dims, x, 4 * sizeof *x);
+    memcpy(d.w_dims, w, 4 * sizeof *w);
+    d.group = group;
+    d.strides.count = 2;
+    d.strides.v[0] = d.strides.v[1] = stride;
+    d.has_bias = v % 3 != 2;
+    d.has_residual = v % 2 == 0;
+    d.activation = v % 3 == 0   ? CONVFIND_ACT_RELU
+                   : v % 3 == 1 ? CONVFIND_ACT_SIGMOID
+                                : CONVFIND_ACT_CLIP;
+    d.alpha = -0.5f;
+    d.beta = 0.75f;
+    convfind_problem *p = NULL;
+    assert_int_equal(cf_isa_force(cf_isa_machine()), CONVFIND_OK);
+    assert_int_equal(convfind_problem_create(&d, &p), CONVFIND_OK);
+    assert_true(algo->applicable(p));
+    assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
+    check_problem(algo, p, pool, use_packed);
+    convfind_problem_destroy(p);
+}
+
 /* NCHW 1x1 problems whose GEMM takes the output pixels as rows (few pixels, many
  * channels: 7x7 maps compute 49 pixel rows with the 7-row kernel instead of 64 pixel
  * columns), so C is stored column-major: stride 1 (X read in place) and 2 (gathered
@@ -291,31 +323,41 @@ static void test_gemm_1x1_pixel_rows(void **state)
         const size_t nshapes = sizeof shapes / sizeof shapes[0];
         for (size_t t = 0; t < 2 * nshapes; t++) {
             const size_t i = t % nshapes;
-            convfind_conv_desc d;
-            convfind_conv_desc_init(&d);
             /* The second round in NHWC, whose GEMM always has pixels as rows (C row-major). */
-            d.layout = t < nshapes ? CONVFIND_LAYOUT_NCHW : CONVFIND_LAYOUT_NHWC;
-            d.x_rank = d.w_rank = 4;
-            int64_t x[4] = {1 + (int64_t)(i % 2), shapes[i][0], shapes[i][2], shapes[i][2]};
-            int64_t w[4] = {shapes[i][1], shapes[i][0] / shapes[i][4], 1, 1};
-            memcpy(d.x_dims, x, sizeof x);
-            memcpy(d.w_dims, w, sizeof w);
-            d.group = shapes[i][4];
-            d.strides.count = 2;
-            d.strides.v[0] = d.strides.v[1] = shapes[i][3];
-            d.has_bias = i % 3 != 2;
-            d.has_residual = i % 2 == 0;
-            d.activation = i % 3 == 0 ? CONVFIND_ACT_RELU
-                                      : i % 3 == 1 ? CONVFIND_ACT_SIGMOID : CONVFIND_ACT_CLIP;
-            d.alpha = -0.5f;
-            d.beta = 0.75f;
-            convfind_problem *p = NULL;
-            assert_int_equal(cf_isa_force(cf_isa_machine()), CONVFIND_OK);
-            assert_int_equal(convfind_problem_create(&d, &p), CONVFIND_OK);
-            assert_true(algo->applicable(p));
-            assert_int_equal(cf_isa_force((cf_isa)level), CONVFIND_OK);
-            check_problem(algo, p, i % 2 ? pool : NULL, i % 4 != 3);
-            convfind_problem_destroy(p);
+            const int64_t x[4] = {1 + (int64_t)(i % 2), shapes[i][0], shapes[i][2], shapes[i][2]};
+            const int64_t w[4] = {shapes[i][1], shapes[i][0] / shapes[i][4], 1, 1};
+            check_1x1(algo, t < nshapes ? CONVFIND_LAYOUT_NCHW : CONVFIND_LAYOUT_NHWC, x, w,
+                      shapes[i][4], shapes[i][3], i, level, i % 2 ? pool : NULL, i % 4 != 3);
+        }
+    }
+    cf_isa_unforce();
+    cf_threadpool_destroy(pool);
+}
+
+/* Batches of one-pixel images (1x1 on 1x1 maps: squeeze-and-excite and classifier
+ * layers), which run as one GEMM whose rows are the images: image counts below, at and
+ * past a row panel (8 at AVX-512 and AVX2), channel counts off the vector widths, one
+ * channel, groups, NCHW and NHWC, every epilogue part, every level, with and without a
+ * pool, packed and unpacked weights. */
+static void test_gemm_1x1_batch_rows(void **state)
+{
+    (void)state;
+    const cf_algo *algo = cf_backend_find(cf_backend_host(), "cpu.gemm_1x1");
+    assert_non_null(algo);
+    cf_threadpool *pool = NULL;
+    assert_int_equal(cf_threadpool_create(2, &pool), CONVFIND_OK);
+    static const int64_t shapes[][4] = {
+        /* n, c, m, group */
+        {2, 40, 64, 1}, {3, 7, 33, 1}, {8, 96, 130, 1}, {9, 1, 5, 1}, {17, 24, 48, 2},
+        {5, 64, 1, 1}, {16, 130, 40, 2}, {2, 32, 96, 4}};
+    const size_t nshapes = sizeof shapes / sizeof shapes[0];
+    for (int level = 0; level <= (int)cf_isa_machine(); level++) {
+        for (size_t t = 0; t < 2 * nshapes; t++) {
+            const size_t i = t % nshapes;
+            const int64_t x[4] = {shapes[i][0], shapes[i][1], 1, 1};
+            const int64_t w[4] = {shapes[i][2], shapes[i][1] / shapes[i][3], 1, 1};
+            check_1x1(algo, t < nshapes ? CONVFIND_LAYOUT_NCHW : CONVFIND_LAYOUT_NHWC, x, w,
+                      shapes[i][3], 1, t, level, t % 2 ? pool : NULL, t % 4 != 3);
         }
     }
     cf_isa_unforce();
@@ -558,6 +600,7 @@ int main(void)
         cmocka_unit_test(test_errors),
         cmocka_unit_test(test_gemm_1x1),
         cmocka_unit_test(test_gemm_1x1_pixel_rows),
+        cmocka_unit_test(test_gemm_1x1_batch_rows),
         cmocka_unit_test(test_im2col_gemm),
         cmocka_unit_test(test_tap_gemm),
         cmocka_unit_test(test_tap_gemm_tiles),

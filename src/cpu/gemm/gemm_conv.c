@@ -807,6 +807,39 @@ static void per_tap_image(const conv_image *ci, const weights_src *wsrc, int64_t
         }
 }
 
+/* Whether a batch of one-pixel images is one GEMM whose rows are the images: a 1x1 on
+ * 1x1 maps (squeeze-and-excite and classifier layers) at N > 1, X read in place and the
+ * weights packed as B (pixels as rows).  Image after image, each was a one-row product
+ * of its own, reading all the weights again: EfficientNet-B0's and MobileNetV3's
+ * squeeze-and-excite layers at N=8 took 1.3-2.0x oneDNN's time. */
+static bool batch_as_rows(const cf_problem *p, const ws_layout *l, bool x_in_place,
+                          bool pixel_rows)
+{
+    return x_in_place && pixel_rows && !l->per_tap && p->in_sp == 1 && p->out_sp == 1 &&
+           p->n > 1;
+}
+
+/* The batch_as_rows product of each group: A = X (image n's channels of the group at
+ * x + n * C), B = the group's packed weights, C = Y (image n's at y + n * M), with the
+ * epilogue's bias per column and Z in Y's layout. */
+static void batch_gemm(const cf_problem *p, const cf_exec_args *a, const cf_sgemm_kernel *kern,
+                       const weights_src *wsrc)
+{
+    const size_t C = (size_t)p->c, M = (size_t)p->m;
+    const size_t cg = (size_t)cf_cin_per_group(p), mg = (size_t)cf_cout_per_group(p);
+    for (int64_t g = 0; g < p->group; g++) {
+        const size_t xo = (size_t)g * cg, yo = (size_t)g * mg;
+        const cf_sgemm_operand xa = {(const float *)a->x + xo, false, C, 1};
+        cf_sgemm_epilogue ep = {.bias = a->b ? (const float *)a->b + yo : NULL,
+                                .bias_per_col = true,
+                                .z = a->z ? (const float *)a->z + yo : NULL,
+                                .rs_z = (ptrdiff_t)M, .cs_z = 1,
+                                .act = p->act, .alpha = p->alpha, .beta = p->beta};
+        cf_sgemm_compute(kern, (size_t)p->n, mg, cg, xa, weights_of(wsrc, g, 0),
+                         (float *)a->y + yo, (ptrdiff_t)M, 1, &ep, a->pool);
+    }
+}
+
 static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a, conv_form form)
 {
     ws_layout l;
@@ -859,6 +892,10 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a, 
                      .scratch = l.per_tap ? (float *)(ws + l.scratch) : NULL,
                      .threads = (size_t)cf_threadpool_size(a->pool), .pool = a->pool};
     const float *x = a->x;
+    if (batch_as_rows(p, &l, x_in_place, pixel_rows)) {
+        batch_gemm(p, a, kern, &wsrc);
+        return CONVFIND_OK;
+    }
     for (int64_t n = 0; n < p->n; n++) {
         for (int64_t g = 0; g < p->group; g++) {
             job.xg = x + (size_t)n * C * in_sp + (size_t)g * cg * (size_t)job.xc;
