@@ -10,6 +10,8 @@
  * multiple of 16 floats (33x33, 35x35, 17x17 maps) split the microkernel's vector loads
  * across cache lines, so with 128 output channels or more X is copied into panels.  A
  * strided 1x1 gathers its pixels into packed panels, never forming a subsampled copy of X.
+ * A batch of one-pixel images (squeeze-and-excite layers at N > 1) is a single GEMM whose
+ * rows are the images (gemm_conv.c, batch_as_rows).
  */
 #include "algo/algo.h"
 #include "cpu/gemm/gemm_conv.h"

@@ -8,7 +8,8 @@
  *   NCHW:  Y[m, pixel] = W[m, K] * patches[K, pixel]   (weights = packed A, rows = m)
  *   NHWC:  Y[pixel, m] = patches[pixel, K] * W^T[K, m] (weights = packed B, cols = m)
  * and NCHW in the second form too, C stored column-major, when its pixels fill the
- * kernel's rows much better than its vectors (7x7 and 14x14 maps; gemm_conv.c).
+ * kernel's rows much better than its vectors (7x7 and 14x14 maps; gemm_conv.c).  A 1x1
+ * on one-pixel images at N > 1 is one GEMM for the batch, the images as its rows.
  * The patch operand (im2col) is never materialised as a plain matrix: it is generated
  * directly in the packed panel form the microkernel reads, one tile of output pixels at
  * a time, so the workspace is bounded by the tile and a 1x1 stride-1 problem degenerates
