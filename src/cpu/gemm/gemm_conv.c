@@ -808,15 +808,13 @@ static void per_tap_image(const conv_image *ci, const weights_src *wsrc, int64_t
 }
 
 /* Whether a batch of one-pixel images is one GEMM whose rows are the images: a 1x1 on
- * 1x1 maps (squeeze-and-excite and classifier layers) at N > 1, X read in place and the
- * weights packed as B (pixels as rows).  Image after image, each was a one-row product
- * of its own, reading all the weights again: EfficientNet-B0's and MobileNetV3's
- * squeeze-and-excite layers at N=8 took 1.3-2.0x oneDNN's time. */
-static bool batch_as_rows(const cf_problem *p, const ws_layout *l, bool x_in_place,
-                          bool pixel_rows)
+ * 1x1 maps (squeeze-and-excite and classifier layers; X in place implies the 1x1 input)
+ * at N > 1, with the weights packed as B (pixels as rows).  Image after image, each image
+ * would be a one-row product reading all the weights again (docs/performance.md,
+ * cpu.gemm_1x1: 0.36-0.65x the time at N=8 this way). */
+static bool batch_as_rows(const cf_problem *p, bool x_in_place, bool pixel_rows)
 {
-    return x_in_place && pixel_rows && !l->per_tap && p->in_sp == 1 && p->out_sp == 1 &&
-           p->n > 1;
+    return x_in_place && pixel_rows && p->out_sp == 1 && p->n > 1;
 }
 
 /* The batch_as_rows product of each group: A = X (image n's channels of the group at
@@ -892,7 +890,7 @@ static convfind_status conv_execute(const cf_problem *p, const cf_exec_args *a, 
                      .scratch = l.per_tap ? (float *)(ws + l.scratch) : NULL,
                      .threads = (size_t)cf_threadpool_size(a->pool), .pool = a->pool};
     const float *x = a->x;
-    if (batch_as_rows(p, &l, x_in_place, pixel_rows)) {
+    if (batch_as_rows(p, x_in_place, pixel_rows)) {
         batch_gemm(p, a, kern, &wsrc);
         return CONVFIND_OK;
     }
