@@ -484,6 +484,53 @@ static void test_threads_do_not_change_result(void **state)
     convfind_problem_destroy(p);
 }
 
+/* Random problems of both ops against the naive loops: 1-D to 3-D, groups with
+ * multipliers, strides, dilations, uneven pads and output padding, and 1-D rows of up to
+ * 1300 outputs, so that the reference's chunks of the innermost axis (512 outputs) end
+ * inside rows and taps start their runs in later chunks.  Shapes the problem validation
+ * refuses are drawn again. */
+static void test_random_against_naive(void **state)
+{
+    (void)state;
+    uint32_t r = 2026;
+#define RND(lo, hi) ((r = r * 1664525u + 1013904223u), (int64_t)(lo) + (int64_t)((r >> 8) % (uint32_t)((hi) - (lo) + 1)))
+    int tested = 0;
+    for (int it = 0; tested < 300 && it < 3000; it++) {
+        tshape t;
+        memset(&t, 0, sizeof t);
+        t.op = RND(0, 1) ? CONVFIND_OP_CONV : CONVFIND_OP_CONV_TRANSPOSE;
+        t.nsp = (int)RND(1, 3);
+        t.n = RND(1, 2);
+        t.g = RND(1, 3);
+        t.c = t.g * RND(1, 3);
+        t.m = t.g * RND(1, 3);
+        for (int a = 0; a < 3; a++) {
+            bool real = a < t.nsp;
+            t.in[a] = real ? RND(1, t.nsp == 1 ? 1300 : 9) : 1;
+            t.k[a] = real ? RND(1, 4) : 1;
+            t.s[a] = real ? RND(1, 3) : 1;
+            t.d[a] = real ? RND(1, 2) : 1;
+            t.pb[a] = real ? RND(0, 3) : 0;
+            t.pe[a] = real ? RND(0, 3) : 0;
+            t.opad[a] = real && t.op == CONVFIND_OP_CONV_TRANSPOSE ? RND(0, t.s[a] - 1) : 0;
+        }
+        int64_t out[3];
+        expected_out(&t, out);
+        if (out[0] < 1 || out[1] < 1 || out[2] < 1)
+            continue;
+        convfind_conv_desc d;
+        fill_desc(&t, CONVFIND_LAYOUT_NCHW, &d);
+        convfind_problem *p = NULL;
+        if (convfind_problem_create(&d, &p) != CONVFIND_OK)
+            continue;
+        convfind_problem_destroy(p);
+        check_against_naive(&t, (unsigned)it);
+        tested++;
+    }
+#undef RND
+    assert_int_equal(tested, 300);
+}
+
 static void test_applicability_and_workspace(void **state)
 {
     (void)state;
@@ -518,6 +565,7 @@ int main(void)
         cmocka_unit_test(test_bias_residual_every_activation),
         cmocka_unit_test(test_epilogue_rows),
         cmocka_unit_test(test_threads_do_not_change_result),
+        cmocka_unit_test(test_random_against_naive),
         cmocka_unit_test(test_applicability_and_workspace),
     };
     return cmocka_run_group_tests(tests, NULL, NULL);
