@@ -199,10 +199,12 @@ static void ref_task(void *arg, size_t index)
                                         r.i_first * job->xs.sp[ra];
                     const float *wp = w + w_base + ((k0 * p->k[1] + k1) * p->k[2]) +
                                       ka * tap_step;
+                    /* A run of one position takes no step, which could be past int64 (a
+                     * stride of 2^62 times the channels of an NHWC pixel). */
+                    const int64_t x_step = r.count > 1 ? r.i_step * job->xs.sp[ra] : 0;
                     for (int64_t ci = 0; ci < cg; ci++)
-                        ref_axpy(acc + r.o_first, r.o_step, xrow + ci * job->xs.c,
-                                 r.i_step * job->xs.sp[ra], r.count,
-                                 (double)wp[ci * w_step]);
+                        ref_axpy(acc + r.o_first, r.o_step, xrow + ci * job->xs.c, x_step,
+                                 r.count, (double)wp[ci * w_step]);
                 }
             }
         }
