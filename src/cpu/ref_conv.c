@@ -135,10 +135,10 @@ typedef struct ref_job {
  * sum, in double, of its terms in the order (k0, k1, k2, input channel) that a gather
  * per output takes; the loops run over a chunk of outputs along the innermost spatial
  * axis (axis nsp - 1: the axes after it have size 1) innermost, so that X is read along
- * its rows instead of a channel plane apart per term.  Gathered per output it ran at
- * about 0.7 GFLOP/s, and validating one 572x572 U-Net layer was most of Find's 8.6 s
- * on it.  The products are exact in double and each output's additions come in the
- * same order, so the sums are the gather's, bit for bit. */
+ * its rows instead of a channel plane apart per term (Find validates every candidate
+ * against this, so its speed is Find's on large layers).  The products are exact in
+ * double and each output's additions come in the same order, so the sums are the
+ * gather's, bit for bit. */
 static void ref_task(void *arg, size_t index)
 {
     const ref_job *job = arg;
