@@ -34,6 +34,7 @@
 #include "cpu/geom3.h"
 #include "cpu/kernel_table.h"
 #include "cpu/workspace.h"
+#include "problem/shape.h"
 #include "util/error.h"
 #include "util/shares.h"
 
@@ -95,12 +96,6 @@ typedef struct dsc_ws {
     cf_ws total;
 } dsc_ws;
 
-/* floor(a / b) for b > 0. */
-static int64_t dsc_floor_div(int64_t a, int64_t b)
-{
-    return a >= 0 ? a / b : -((-a + b - 1) / b);
-}
-
 /* The geometry with flat staging or without. */
 static dsc_geom dsc_geom_of(const cf_problem *p, bool flat)
 {
@@ -125,7 +120,7 @@ static dsc_geom dsc_geom_of(const cf_problem *p, bool flat)
      * workspace does) and taps with e = 0 load whole lines. */
     int64_t sw = s->stride[2], e_max = (s->k[2] - 1) * s->dil[2] - s->pad[2];
     g.b = ((s->pad[2] + sw - 1) / sw + 15) / 16 * 16;
-    int64_t read = (s->out[2] + 15) / 16 * 16 + dsc_floor_div(e_max, sw);
+    int64_t read = (s->out[2] + 15) / 16 * 16 + cf_floor_div(e_max, sw);
     int64_t written = ((s->in[2] + sw - 1) / sw + 15) / 16 * 16;
     g.wq = g.b + ((read > written ? read : written) + 15) / 16 * 16;
     g.rs = sw * g.wq;
@@ -134,8 +129,8 @@ static dsc_geom dsc_geom_of(const cf_problem *p, bool flat)
         /* Output column i reads index b + i + q of its staged row, q = floor(e / sw)
          * from -b = floor(-pw / sw) to q_max: the zeros between one row's pixels and the
          * next row's must cover both ends, so pitch >= ceil(W / sw) + b, out + q_max. */
-        int64_t q_max = dsc_floor_div(e_max, sw), wp = (s->in[2] + sw - 1) / sw;
-        g.b = -dsc_floor_div(-s->pad[2], sw);
+        int64_t q_max = cf_floor_div(e_max, sw), wp = (s->in[2] + sw - 1) / sw;
+        g.b = -cf_floor_div(-s->pad[2], sw);
         g.pitch = wp + g.b > s->out[2] + q_max ? wp + g.b : s->out[2] + q_max;
         g.pitch = g.pitch > s->out[2] ? g.pitch : s->out[2];
         /* A band's last vector (up to 15 lanes past its last row) reads up to b + q_max
@@ -571,7 +566,7 @@ static convfind_status dsc_execute(const cf_problem *p, const void *state, const
         for (int64_t kd = 0; kd < s->k[0]; kd++)
             for (int64_t kh = 0; kh < s->k[1]; kh++)
                 for (int64_t kw = 0; kw < s->k[2]; kw++, t++) {
-                    int64_t e = kw * s->dil[2] - s->pad[2], q = dsc_floor_div(e, sw);
+                    int64_t e = kw * s->dil[2] - s->pad[2], q = cf_floor_div(e, sw);
                     int64_t r = kh * s->dil[1], ph = e - q * sw;
                     tap[t] = (ptrdiff_t)(g.pitch ? (((c * s->k[0] + kd) * sh + r % sh) * sw + ph) *
                                                            g.plane +

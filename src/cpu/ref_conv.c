@@ -24,6 +24,7 @@
 
 #include "algo/algo.h"
 #include "cpu/epilogue.h"
+#include "problem/shape.h"
 
 /* Element strides of a tensor with `ch` channels and spatial dims `sp`, stored in
  * `layout`: of the batch index, the channel index and each spatial axis. */
@@ -74,13 +75,6 @@ typedef struct ref_run {
     int64_t o_first, o_step, i_first, i_step, count;
 } ref_run;
 
-/* floor(a / b) for b > 0, without forming a + b (strides reach 2^63 - 1). */
-static int64_t ref_floor_div(int64_t a, int64_t b)
-{
-    int64_t q = a / b;
-    return a % b != 0 && a < 0 ? q - 1 : q;
-}
-
 static ref_run ref_run_of(const cf_problem *p, int a, int64_t k, int64_t oa, int64_t ob)
 {
     const int64_t s = p->stride[a], e = k * p->dil[a] - p->pad_begin[a];
@@ -88,13 +82,13 @@ static ref_run ref_run_of(const cf_problem *p, int a, int64_t k, int64_t oa, int
     int64_t lo, hi; /* the first and last o (Conv) or i (ConvTranspose) */
     const bool conv = p->op == CONVFIND_OP_CONV;
     if (conv) {
-        lo = -ref_floor_div(e, s); /* ceil(-e / s): the first o whose i >= 0 */
-        hi = ref_floor_div(p->in[a] - 1 - e, s);
+        lo = -cf_floor_div(e, s); /* ceil(-e / s): the first o whose i >= 0 */
+        hi = cf_floor_div(p->in[a] - 1 - e, s);
         lo = lo > oa ? lo : oa;
         hi = hi < ob - 1 ? hi : ob - 1;
     } else {
-        lo = -ref_floor_div(e - oa, s); /* ceil((oa - e) / s) */
-        hi = ref_floor_div(ob - 1 - e, s);
+        lo = -cf_floor_div(e - oa, s); /* ceil((oa - e) / s) */
+        hi = cf_floor_div(ob - 1 - e, s);
         lo = lo > 0 ? lo : 0;
         hi = hi < p->in[a] - 1 ? hi : p->in[a] - 1;
     }
