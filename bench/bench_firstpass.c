@@ -41,7 +41,7 @@ static double now_s(void)
 typedef struct layer_run {
     convfind_problem *problem;
     convfind_plan *plan;
-    float *x, *w, *y;
+    float *x, *w, *b, *y; /* b: NULL unless the row has a bias */
     int64_t count;
 } layer_run;
 
@@ -62,7 +62,7 @@ static float *filled(size_t n, unsigned seed)
 
 static int execute_layer(const layer_run *r)
 {
-    convfind_tensors t = {r->x, r->w, NULL, NULL, r->y};
+    convfind_tensors t = {r->x, r->w, r->b, NULL, r->y};
     for (int64_t k = 0; k < r->count; k++)
         if (convfind_execute(r->plan, &t) != CONVFIND_OK)
             return 1;
@@ -91,9 +91,9 @@ static int child(const char *mode, const char *db, const char *csv, int threads,
     for (size_t i = 0; nt.l && i < nrows; i++) {
         convfind_conv_desc d;
         cli_layer_desc(&rows[i], &d);
-        size_t xs, ws, ys;
+        size_t xs, ws, ys, bs;
         if (convfind_problem_create(&d, &nt.l[i].problem) != CONVFIND_OK ||
-            convfind_problem_sizes(nt.l[i].problem, &xs, &ws, &ys, NULL) != CONVFIND_OK) {
+            convfind_problem_sizes(nt.l[i].problem, &xs, &ws, &ys, &bs) != CONVFIND_OK) {
             fprintf(stderr, "bench_firstpass: %s: %s\n", rows[i].name, convfind_last_error());
             return 1;
         }
@@ -103,6 +103,7 @@ static int child(const char *mode, const char *db, const char *csv, int threads,
         nt.l[i].problem = NULL;
         nt.l[i].x = filled(xs, 1u + (unsigned)i);
         nt.l[i].w = filled(ws, 7u + (unsigned)i);
+        nt.l[i].b = bs ? filled(bs, 13u + (unsigned)i) : NULL;
         nt.l[i].y = filled(ys, 0); /* touched too: page faults are not convfind's cost */
         nt.l[i].count = rows[i].count;
     }
@@ -157,6 +158,7 @@ static int child(const char *mode, const char *db, const char *csv, int threads,
         convfind_problem_destroy(nt.l[i].problem);
         free(nt.l[i].x);
         free(nt.l[i].w);
+        free(nt.l[i].b);
         free(nt.l[i].y);
     }
     convfind_context_destroy(ctx);

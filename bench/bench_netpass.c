@@ -85,12 +85,13 @@ static double median(double *v, int n)
 typedef struct conv {
     const cli_layer *row;
     convfind_plan *plan;
+    float *b; /* the bias, for a row that has one */
     double *pass_ms, *alone_ms;
 } conv;
 
 static int run(const conv *c, float *x, float *y, double *ms)
 {
-    const convfind_tensors t = {.x = x, .y = y};
+    const convfind_tensors t = {.x = x, .b = c->b, .y = y};
     const double t0 = now_ms();
     const int rc = convfind_execute(c->plan, &t) != CONVFIND_OK;
     if (ms)
@@ -113,9 +114,9 @@ static int make_plans(convfind_context *ctx, const cli_layer *rows, size_t nrows
         convfind_conv_desc d;
         cli_layer_desc(&rows[i], &d);
         convfind_problem *p = NULL;
-        size_t xs, ws, ys;
+        size_t xs, ws, ys, bs;
         int bad = convfind_problem_create(&d, &p) != CONVFIND_OK ||
-                  convfind_problem_sizes(p, &xs, &ws, &ys, NULL) != CONVFIND_OK;
+                  convfind_problem_sizes(p, &xs, &ws, &ys, &bs) != CONVFIND_OK;
         for (int64_t k = 0; !bad && k < rows[i].count; k++) {
             *largest = xs > *largest ? xs : *largest;
             *largest = ys > *largest ? ys : *largest;
@@ -127,7 +128,8 @@ static int make_plans(convfind_context *ctx, const cli_layer *rows, size_t nrows
             c->row = &rows[i];
             c->pass_ms = calloc((size_t)rounds, sizeof(double));
             c->alone_ms = calloc((size_t)rounds, sizeof(double));
-            bad = !w || !c->pass_ms || !c->alone_ms ||
+            c->b = bs ? filled(bs, 13u + (unsigned)*made) : NULL;
+            bad = !w || !c->pass_ms || !c->alone_ms || (bs && !c->b) ||
                   convfind_plan_create_ex(ctx, p, &po, &c->plan) != CONVFIND_OK;
             free(w); /* the plan keeps its own copy */
             ++*made; /* its buffers are freed with the others, made or not */
@@ -232,6 +234,7 @@ int main(int argc, char **argv)
         convfind_plan_destroy(convs[i].plan);
         free(convs[i].pass_ms);
         free(convs[i].alone_ms);
+        free(convs[i].b);
     }
     free(convs);
     free(buf[0]);

@@ -2,9 +2,10 @@
 
 A suite is a CSV file of convolution layers.  Its header names the columns, in any order;
 every column but the required ones may be left out and then takes its default.  The
-16-column layer format of data/resnet50_convs.csv (which `convfind tune` and the demo
-read) is one instance of it, and write_suite() keeps to that form whenever a suite needs
-nothing more, so such suites stay readable by the CLI too.
+16-column layer format of data/resnet50_convs.csv is one instance of it, and write_suite()
+keeps to that form whenever a suite needs nothing more.  The CLI reads the same format in
+C (tools/layers.c); tests/db/test_cli_db.py checks that both readers mean the same
+problems.
 
 One layer is also sent to the benchmark's worker processes as one "wire" line of
 key=value tokens (Layer.wire / Layer.from_wire); bench/bench_problem.c parses the same

@@ -190,7 +190,7 @@ typedef struct exec_row {
 typedef struct exec_state {
     convfind_problem *problem;
     convfind_plan *heuristic;
-    float *x, *w, *y;
+    float *x, *w, *b, *y; /* b: NULL unless the row has a bias */
     double *times;
 } exec_state;
 
@@ -199,20 +199,23 @@ static int run_layer(const cli_command *cmd, convfind_context *untuned, const cl
 {
     convfind_conv_desc desc;
     cli_layer_desc(layer, &desc);
-    size_t xn, wn, yn;
+    size_t xn, wn, yn, bn;
     convfind_status st = convfind_problem_create(&desc, &s->problem);
     if (st == CONVFIND_OK)
-        st = convfind_problem_sizes(s->problem, &xn, &wn, &yn, NULL);
+        st = convfind_problem_sizes(s->problem, &xn, &wn, &yn, &bn);
     if (st != CONVFIND_OK)
         return cli_library_error(st);
     s->x = malloc(xn * sizeof(float));
     s->w = malloc(wn * sizeof(float));
     s->y = malloc(yn * sizeof(float));
+    s->b = bn ? malloc(bn * sizeof(float)) : NULL;
     s->times = malloc((size_t)repeats * sizeof(double));
-    if (!s->x || !s->w || !s->y || !s->times)
+    if (!s->x || !s->w || !s->y || !s->times || (bn && !s->b))
         return cli_failure(cmd, "out of memory for layer %s", layer->name);
     fill(s->x, xn, 1);
     fill(s->w, wn, 2);
+    if (bn)
+        fill(s->b, bn, 3);
     convfind_plan_options po;
     convfind_plan_options_init(&po);
     po.weights = s->w;
@@ -220,7 +223,7 @@ static int run_layer(const cli_command *cmd, convfind_context *untuned, const cl
         return cli_library_error(st);
     snprintf(r->heuristic_algo, sizeof r->heuristic_algo, "%s",
              convfind_plan_algorithm(s->heuristic));
-    const convfind_tensors t = {.x = s->x, .y = s->y};
+    const convfind_tensors t = {.x = s->x, .b = s->b, .y = s->y};
     st = time_plan(tuned, &t, repeats, s->times, &r->tuned_ms);
     /* One algorithm is one code path: timing it twice would only show noise as a gain. */
     if (st == CONVFIND_OK && strcmp(r->heuristic_algo, convfind_plan_algorithm(tuned)) == 0)
@@ -262,6 +265,7 @@ static int execute_network(const cli_command *cmd, const cli_args *o,
         free(s.times);
         free(s.x);
         free(s.w);
+        free(s.b);
         free(s.y);
         convfind_plan_destroy(s.heuristic);
         convfind_problem_destroy(s.problem);

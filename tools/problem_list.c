@@ -226,17 +226,17 @@ static cli_problem *push(cli_problem_list *l)
 typedef enum format { FORMAT_UNKNOWN, FORMAT_CSV, FORMAT_LIST, FORMAT_MIOPEN } format;
 
 /* The format of a file, from its first significant line. */
-static format detect(const char *line, bool *has_count)
+static format detect(const char *line)
 {
-    if (cli_layers_header(line, has_count))
+    if (cli_layers_is_header(line))
         return FORMAT_CSV;
     size_t word = strcspn(line, " \t");
     return memchr(line, '=', word) ? FORMAT_LIST : FORMAT_MIOPEN;
 }
 
-/* One significant line of a file of format `f` into `p`. */
-static int parse_line(format f, char *line, long lineno, bool has_count, cli_problem *p,
-                      char *err, size_t errsize)
+/* One significant line of a file of format `f` into `p`; `h` is a CSV file's header. */
+static int parse_line(format f, char *line, long lineno, const cli_layers_header *h,
+                      cli_problem *p, char *err, size_t errsize)
 {
     char name[32];
     snprintf(name, sizeof name, "line%ld", lineno);
@@ -247,13 +247,8 @@ static int parse_line(format f, char *line, long lineno, bool has_count, cli_pro
     if (f == FORMAT_MIOPEN)
         return cli_miopen_line(line, &p->desc, p->name, sizeof p->name, err, errsize);
     cli_layer layer;
-    char why[300];
-    if (cli_layer_parse(line, lineno, has_count, &layer, why, sizeof why) != 0) {
-        /* cli_layer_parse says "line N: ..."; the caller names the line itself. */
-        const char *colon = strchr(why, ':');
-        snprintf(err, errsize, "%s", colon ? colon + 2 : why);
+    if (cli_layer_parse(line, h, &layer, err, errsize) != 0)
         return -1;
-    }
     snprintf(p->name, sizeof p->name, "%s", layer.name);
     p->count = layer.count;
     cli_layer_desc(&layer, &p->desc);
@@ -263,7 +258,7 @@ static int parse_line(format f, char *line, long lineno, bool has_count, cli_pro
 int cli_problems_read(cli_lines *r, cli_problem_list *list, char *err, size_t errsize)
 {
     format f = FORMAT_UNKNOWN;
-    bool has_count = true;
+    cli_layers_header header = {0};
     size_t before = list->n;
     char *line, why[400];
     int got;
@@ -272,15 +267,19 @@ int cli_problems_read(cli_lines *r, cli_problem_list *list, char *err, size_t er
             line++;
         if (*line == '\0' || *line == '#')
             continue;
-        if (f == FORMAT_UNKNOWN && (f = detect(line, &has_count)) == FORMAT_CSV)
-            continue;
+        if (f == FORMAT_UNKNOWN && (f = detect(line)) == FORMAT_CSV) {
+            if (cli_layers_header_parse(line, &header, why, sizeof why) == 0)
+                continue;
+            got = -1;
+            break;
+        }
         cli_problem *p = push(list);
         if (!p) {
             snprintf(why, sizeof why, "out of memory");
             got = -1;
             break;
         }
-        if (parse_line(f, line, r->lineno, has_count, p, why, sizeof why) != 0) {
+        if (parse_line(f, line, r->lineno, &header, p, why, sizeof why) != 0) {
             list->n--;
             got = -1;
             break;

@@ -10,7 +10,8 @@
  *     output_padding output_shape bias residual act alpha beta layout dtype math weights;
  *     x and w are required (x in logical ONNX order, w in ONNX layout), absent keys take
  *     the ONNX defaults, an unknown key or a bad value is an error naming line and key;
- *   the layer CSV (layers.h), recognised by its header: a shorthand for NCHW f32 Conv;
+ *   the suite CSV (layers.h) of the benchmark suites, recognised by its header (comma-separated
+ *   column names): NCHW f32 Conv and ConvTranspose, 1-D to 3-D;
  *   MIOpenDriver command lines (miopen.h).
  *
  * Every format is read through the bounded line reader (textlines.h).  The reader is

@@ -1,6 +1,6 @@
 /*
  * textlines.h - reading a text file line by line with a bound: every problem file the
- * tool reads (layer CSV, problem lists, MIOpenDriver lines, what a Python converter
+ * tool reads (suite CSV, problem lists, MIOpenDriver lines, what a Python converter
  * prints) goes through it.
  *
  * A line longer than CLI_LINE_MAX is an error at that line, found without reading the

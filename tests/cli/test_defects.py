@@ -357,9 +357,10 @@ def row_npy_nul_dtype(tmp_path):
 
 
 def row_tuned_count(tmp_path):
-    # The second row's group 7 does not divide its 4 channels: the library rejects it.
+    # The second row's 3x3 kernel is larger than its 2x2 unpadded input: the reader
+    # passes it on, and the library rejects it (an empty output).
     (tmp_path / "l.csv").write_text(CSV_HEADER + "ok,1,1,4,6,6,4,1,1,0,0,1,1,1,1,1\n"
-                                    "bad,1,1,4,6,6,4,1,1,0,0,1,1,1,1,7\n")
+                                    "bad,1,1,4,2,2,4,3,3,0,0,1,1,1,1,1\n")
     r = cli("tune", "--budget-ms", "20", "--db", tmp_path / "c.sqlite", tmp_path / "l.csv")
     assert r.returncode == 1
     m = re.search(r"^tuned=(\d+) ", r.stdout, re.M)

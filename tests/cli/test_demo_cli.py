@@ -108,14 +108,32 @@ def test_missing_default_layers_file_says_where_to_run(cli, tmp_path):
     assert "run it from the repository root" in lines[0]
 
 
+def test_suite_with_convtranspose_3d_1d_and_bias(cli, tmp_path):
+    """The demo reads the suite format in full and runs rows with a bias (data/suites'
+    U-Net, R3D-18 and wav2vec 2.0 files use these columns)."""
+    suite = tmp_path / "suite.csv"
+    suite.write_text(
+        "k,name,count,op,dims,n,c,d,h,w,t,r,s,pads,stride_d,stride_h,stride_w,output_padding,"
+        "group,bias,act,alpha,beta\n"
+        "4,line,1,conv,1,1,2,,,13,,,3,,,,2,,1,1,relu,,\n"
+        "6,up3d,2,convT,3,1,4,3,4,5,2,2,3,0 1 0 1 0 2,2,2,1,1 0 0,2,1,clip,-1,6\n")
+    r = demo(cli, tmp_path, "--layers", suite)
+    assert r.returncode == 0, r.stderr
+    assert passes(r)[2] == (2, 0, 2)
+    assert re.search(r"^up3d +2 cpu\.", r.stdout, re.M), r.stdout
+    assert "network: 2 shapes, 3 convolutions" in r.stdout, r.stdout
+
+
 @pytest.mark.parametrize("content,needle", [
-    ("name,count\n", "line 1: the header must be"),
+    ("name,count\n", "line 1: the header lacks the required column 'n'"),
+    ("name,n,c,k,hue\n", "line 1: unknown column 'hue'"),
     (HEADER + "a,1,1,4,9,9,8,3,3,1,1,x,2,1,1,1\n", "line 2: stride_h 'x' is not an integer"),
     (HEADER + "a,1,1,4,9,9,8,3,3\n", "line 2: 9 fields, expected 16"),
     (HEADER + "a,1,1,4,9,9,8,3,3,1,1,1,1,1,1,1,7\n", "line 2: more than 16 fields"),
     (HEADER + "a,0,1,4,9,9,8,3,3,1,1,1,1,1,1,1\n", "line 2: count 0 must be >= 1"),
     (HEADER, "no layers in the file"),
-    (HEADER + "a,1,1,4,9,9,8,3,3,1,1,1,1,1,1,0\n", "layer a: CONVFIND_ERR_"),
+    (HEADER + "a,1,1,4,9,9,8,3,3,1,1,1,1,1,1,0\n", "line 2: group 0 must be >= 1"),
+    (HEADER + "a,1,1,4,2,2,8,3,3,0,0,1,1,1,1,1\n", "layer a: CONVFIND_ERR_"),
 ])
 def test_bad_layers_file_one_line(cli, tmp_path, content, needle):
     csv = tmp_path / "bad.csv"

@@ -173,6 +173,53 @@ def test_csv_without_count(cli, tmp_path):
     assert last_line(r) == (3, 3, 0)
 
 
+# The suite format of data/suites in full: columns in another order, 1-D and 3-D, ConvTranspose
+# with asymmetric pads and output padding, groups, bias and every kind of activation.
+SUITE = """k,name,count,op,dims,n,c,d,h,w,t,r,s,pads,stride_d,stride_h,stride_w,dil_w,output_padding,group,bias,act,alpha,beta
+4,line,1,conv,1,1,2,,,13,,,3,,,,2,2,,1,0,leaky_relu,0.2,
+6,up3d,2,convT,3,1,4,3,4,5,2,2,3,0 1 0 1 0 2,2,2,1,1,1 0 0,2,1,clip,-1,6
+8,dw,1,,,1,8,,9,9,,3,3,1 1 1 1,,2,2,,,8,0,hard_sigmoid,0.2,0.5
+3,plain,1,,,2,5,,6,7,,1,1,,,,,,,1,1,,,
+"""
+
+
+def test_suite_csv_means_what_the_benchmark_reads(cli, tmp_path):
+    """The C reader and bench/suite_format.py give every row the same problem: tuning the
+    CSV and tuning a problem list written from the Python reader's layers store the same
+    keys."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import suite_format
+    (tmp_path / "s.csv").write_text(SUITE)
+    lines = []
+    for lay in suite_format.read_suite(tmp_path / "s.csv"):
+        w = (lay.c, lay.k // lay.group) if lay.op == "convT" else (lay.k, lay.c // lay.group)
+        ints = lambda v: ",".join(map(str, v))
+        tokens = ["name=" + lay.name, "count=%d" % lay.count,
+                  "op=" + ("conv_transpose" if lay.op == "convT" else "conv"),
+                  "x=" + ints((lay.n, lay.c) + lay.x), "w=" + ints(w + lay.kern),
+                  "group=%d" % lay.group, "pads=" + ints(lay.pads),
+                  "strides=" + ints(lay.stride), "dilations=" + ints(lay.dil),
+                  "bias=%d" % lay.bias, "act=" + lay.act]
+        if lay.op == "convT":
+            tokens.append("output_padding=" + ints(lay.opad))
+        params = {"leaky_relu": 1, "clip": 2, "hard_sigmoid": 2}.get(lay.act, 0)
+        tokens += ["alpha=%r" % lay.alpha, "beta=%r" % lay.beta][:params]
+        lines.append(" ".join(tokens))
+    (tmp_path / "s.txt").write_text("\n".join(lines) + "\n")
+    keys = {}
+    for f in ("s.csv", "s.txt"):
+        db = tmp_path / (f + ".sqlite")
+        r = run(cli, tmp_path, "tune", "--budget-ms", "1", "--db", db, tmp_path / f, "--json")
+        assert r.returncode == 0, r.stderr
+        out = json.loads(r.stdout)
+        assert [p["name"] for p in out["problems"]] == ["line", "up3d", "dw", "plain"]
+        assert [p["count"] for p in out["problems"]] == [1, 2, 1, 1]
+        r = run(cli, tmp_path, "db", "list", "--json", "--db", db)
+        keys[f] = sorted(x["key"] for x in json.loads(r.stdout)["records"])
+    assert len(keys["s.csv"]) == 4 and keys["s.csv"] == keys["s.txt"], keys
+
+
 def test_db_subcommands(cli, tmp_path, lists):
     assert run(cli, tmp_path, "tune", "--budget-ms", "20", lists[0]).returncode == 0
     r = run(cli, tmp_path, "db", "path")

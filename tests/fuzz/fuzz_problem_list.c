@@ -1,6 +1,6 @@
 /*
  * fuzz_problem_list.c - libFuzzer target for the problem files `convfind tune` reads
- * (tools/problem_list.c): the key=value problem list, the layer CSV and MIOpenDriver
+ * (tools/problem_list.c): the key=value problem list, the suite CSV and MIOpenDriver
  * lines, through the bounded line reader and the tool's flag parser.
  *
  * Besides "no crash, no out-of-bounds access" (ASan/UBSan): a rejection names the
