@@ -305,7 +305,9 @@ static void check_1x1(const cf_algo *algo, convfind_layout layout, const int64_t
  * every epilogue part (with and without the parts that read Y or Z), every level (the
  * kernels without transposed stores keep channels as rows there); 5x5 with 48 channels
  * per group stays channel rows, and so do 33x33 and 17x17 maps with 128 channels per
- * group, whose rows (not a multiple of 16 floats) are copied into panels (pack_x).  Then the same shapes in NHWC (pixel rows, C row-major). */
+ * group, whose rows (not a multiple of 16 floats) are copied into panels (pack_x), as
+ * are those of a 101x101 map with 48 channels, whose X (6.5 MB) is beyond twice the L2 of
+ * the machines this runs on.  Then the same shapes in NHWC (pixel rows, C row-major). */
 static void test_gemm_1x1_pixel_rows(void **state)
 {
     (void)state;
@@ -318,7 +320,7 @@ static void test_gemm_1x1_pixel_rows(void **state)
         {40, 64, 7, 1, 1}, {33, 80, 7, 1, 1}, {24, 48, 13, 2, 1}, {32, 96, 5, 1, 2},
         {16, 144, 9, 1, 1}, {64, 40, 7, 1, 1}, {24, 64, 14, 1, 1}, {20, 72, 28, 2, 1},
         {48, 48, 14, 1, 1}, {16, 64, 14, 1, 2}, {36, 96, 14, 1, 1}, {8, 32, 28, 2, 1},
-        {24, 128, 33, 1, 1}, {48, 256, 17, 1, 2}};
+        {24, 128, 33, 1, 1}, {48, 256, 17, 1, 2}, {160, 48, 101, 1, 1}};
     for (int level = 0; level <= (int)cf_isa_machine(); level++) {
         const size_t nshapes = sizeof shapes / sizeof shapes[0];
         for (size_t t = 0; t < 2 * nshapes; t++) {

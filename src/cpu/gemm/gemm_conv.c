@@ -320,15 +320,23 @@ static ws_layout layout_of(const cf_problem *p, conv_form form)
     l.in_place = form == FORM_IN_PLACE && patches_are_x(p);
     /* NCHW rows of X whose length is not a multiple of 16 floats start at every offset
      * within a cache line, so as the GEMM's B (pixels as columns) nearly every vector
-     * load of the microkernel spans two lines.  With 128 output channels or more,
-     * copying X into panels costs less than that (each copied float then serves 128
-     * FMAs or more): DeepLabV3's 1x1 layers on 33x33 and 65x65 maps 0.78-0.96x the time
-     * (layer3.0.conv1 4.91 -> 3.92 ms, 2 threads); with fewer the copy costs more
-     * (its 21-channel classifier 0.069 -> 0.084 ms, Inception-v3's 35x35 c192 k32
-     * 0.059 -> 0.079).  Room for the panels is kept either way: execute() still reads X
-     * in place where it is A (pixels as rows). */
+     * load of the microkernel spans two lines.  Copying X into panels costs less than
+     * that where each copied float serves 128 FMAs or more (128 output channels):
+     * DeepLabV3's 1x1 layers on 33x33 and 65x65 maps 0.78-0.96x the time (layer3.0.conv1
+     * 4.91 -> 3.92 ms, 2 threads); and from 32 output channels where an image's X (per
+     * group) is beyond twice L2, so that each of two threads' halves of it streams from
+     * L3 or memory: there the in-place rows (a B micro-panel reads one line-straddling
+     * piece of each of its K rows, pages apart) ran at a third to a half of the FMA
+     * rate, and the copy made DeepLabV3's c256 k64 on 129x129 0.63-0.73x the time, c256
+     * k32 0.59-0.62x, c64 k64 0.88-0.92x (Zen 4, 2 threads, forced, four rounds in turns,
+     * docs/performance.md).  Below that bound the copy costs more: the 21-channel
+     * classifier 0.069 -> 0.084 ms, Inception-v3's 35x35 c192 k32 0.059 -> 0.079, and its
+     * c288 k64 (1.4 MB per image) 1.11x at N = 1 and 2.  Room for the panels is kept
+     * either way: execute() still reads X in place where it is A (pixels as rows). */
+    const size_t mg_out = (size_t)cf_cout_per_group(p);
+    const double x_bytes = (double)cf_cin_per_group(p) * (double)p->in_sp * sizeof(float);
     l.pack_x = l.in_place && p->layout == CONVFIND_LAYOUT_NCHW && p->in_sp % 16 != 0 &&
-               cf_cout_per_group(p) >= 128;
+               (mg_out >= 128 || (mg_out >= 32 && x_bytes > 2.0 * (double)cf_cpu_caches()->l2));
     l.per_tap = form == FORM_PER_TAP;
     cf_ws ws = {0};
     /* Room to pack the weights only where they cannot be read in place (weights_for). */
