@@ -13,11 +13,9 @@
  * listed as "n/a"; an execution that had to fall back (the algorithm failed at run time)
  * is an error.  FILTER keeps only layers whose name contains it.  Problems have strict
  * math unless the environment says ALGO_LAYERS_MATH=relaxed (CONVFIND_MATH_ALLOW_TF32:
- * cpu.winograd_f6x3 needs it).  The CSV's header names its columns; a layer is Conv
- * unless its `op` column says convT or, where there is none, the environment says
- * ALGO_LAYERS_OP=conv_transpose (then c is ConvTranspose's input channels and k its
- * outputs).  A development tool for kernel work, not a test: nothing
- * here asserts a timing.
+ * cpu.winograd_f6x3 needs it).  The CSV is read by the CLI's suite reader
+ * (tools/layers.h), so it means here what it means to `convfind tune` and the benchmark.
+ * A development tool for kernel work, not a test: nothing here asserts a timing.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <math.h>
@@ -28,6 +26,7 @@
 #include <time.h>
 
 #include "convfind.h"
+#include "layers.h"
 
 static double now_ms(void)
 {
@@ -97,14 +96,15 @@ static int run_layer(convfind_context *ctx, const char *name, const convfind_con
         fprintf(stderr, "%s: %s\n", name, convfind_last_error());
         return -1;
     }
-    size_t xn, wn, yn;
-    convfind_problem_sizes(p, &xn, &wn, &yn, NULL);
+    size_t xn, wn, yn, bn;
+    convfind_problem_sizes(p, &xn, &wn, &yn, &bn);
     unsigned seed = 12345;
     float *x = random_buffer(xn, &seed), *w = random_buffer(wn, &seed);
     float *y = random_buffer(yn, &seed), *ref = random_buffer(yn, &seed);
+    float *b = bn ? random_buffer(bn, &seed) : NULL;
     convfind_plan *plan = NULL, *reference = NULL;
     int rc = -1;
-    if (!x || !w || !y || !ref) {
+    if (!x || !w || !y || !ref || (bn && !b)) {
         fprintf(stderr, "%s: out of memory\n", name);
         goto out;
     }
@@ -114,7 +114,7 @@ static int run_layer(convfind_context *ctx, const char *name, const convfind_con
         rc = 0;
         goto out;
     }
-    const convfind_tensors t = {.x = x, .y = y};
+    const convfind_tensors t = {.x = x, .b = b, .y = y};
     double *ms = st == CONVFIND_OK ? timed_runs(ctx, plan, &t, repeats) : NULL;
     if (!ms) {
         fprintf(stderr, "%s: %s\n", name,
@@ -126,7 +126,7 @@ static int run_layer(convfind_context *ctx, const char *name, const convfind_con
     double med = ms[repeats / 2], best = ms[0];
     free(ms);
 
-    const convfind_tensors r = {.x = x, .w = w, .y = ref};
+    const convfind_tensors r = {.x = x, .w = w, .b = b, .y = ref};
     if (forced_plan(ctx, p, "cpu.reference", NULL, &reference) != CONVFIND_OK ||
         convfind_execute(reference, &r) != CONVFIND_OK) {
         fprintf(stderr, "%s: cpu.reference: %s\n", name, convfind_last_error());
@@ -148,105 +148,9 @@ out:
     free(w);
     free(y);
     free(ref);
+    free(b);
     convfind_problem_destroy(p);
     return rc;
-}
-
-/* The columns of a layer CSV, by position. */
-#define MAX_COLUMNS 32
-typedef struct layer_columns {
-    char name[MAX_COLUMNS][24];
-    int count;
-} layer_columns;
-
-static int parse_header(char *line, layer_columns *c)
-{
-    c->count = 0;
-    for (char *save = NULL, *tok = strtok_r(line, ",\r\n", &save); tok;
-         tok = strtok_r(NULL, ",\r\n", &save)) {
-        if (c->count == MAX_COLUMNS || strlen(tok) >= sizeof c->name[0])
-            return -1;
-        strcpy(c->name[c->count++], tok);
-    }
-    return c->count > 0 && strcmp(c->name[0], "name") == 0 ? 0 : -1;
-}
-
-/* Field `col` of a row split at its commas, or NULL where the header has no such column. */
-static const char *field(char *const *fields, const layer_columns *c, const char *col)
-{
-    for (int i = 0; i < c->count; i++)
-        if (strcmp(c->name[i], col) == 0)
-            return fields[i];
-    return NULL;
-}
-
-static int64_t field_int(char *const *fields, const layer_columns *c, const char *col,
-                         int64_t absent)
-{
-    const char *v = field(fields, c, col);
-    return v ? strtoll(v, NULL, 10) : absent;
-}
-
-/* One row into a descriptor (layout and math mode left to the caller); -1 if it is not a
- * layer row.  Spatial columns per axis, outermost first: d/t/pad_d/stride_d/dil_d, then
- * h/r/..., then w/s/...; a rank without a `dims` column is 2. */
-static int parse_layer(char *line, const layer_columns *c, bool transpose_env, char *name,
-                       convfind_conv_desc *d)
-{
-    char *fields[MAX_COLUMNS];
-    int nf = 0;
-    for (char *p = line; nf < c->count; nf++) {
-        fields[nf] = p;
-        char *comma = strpbrk(p, ",\r\n");
-        if (!comma)
-            break;
-        bool last = *comma != ',';
-        *comma = '\0';
-        p = comma + 1;
-        if (last) {
-            nf++;
-            break;
-        }
-    }
-    if (nf < c->count || strlen(fields[0]) >= 128 || fields[0][0] == '\0')
-        return -1;
-    strcpy(name, fields[0]);
-    static const char *axes[3][5] = {{"d", "t", "pad_d", "stride_d", "dil_d"},
-                                     {"h", "r", "pad_h", "stride_h", "dil_h"},
-                                     {"w", "s", "pad_w", "stride_w", "dil_w"}};
-    int dims = (int)field_int(fields, c, "dims", 2);
-    const char *op = field(fields, c, "op");
-    bool transpose = op ? strcmp(op, "convT") == 0 : transpose_env;
-    if (dims < 1 || dims > 3)
-        return -1;
-    convfind_conv_desc_init(d);
-    d->op = transpose ? CONVFIND_OP_CONV_TRANSPOSE : CONVFIND_OP_CONV;
-    d->group = field_int(fields, c, "group", 1);
-    int64_t n = field_int(fields, c, "n", 1), ch = field_int(fields, c, "c", 1);
-    int64_t k = field_int(fields, c, "k", 1);
-    d->x_rank = d->w_rank = dims + 2;
-    d->x_dims[0] = n;
-    d->x_dims[1] = ch;
-    d->w_dims[0] = transpose ? ch : k;
-    d->w_dims[1] = transpose ? k / d->group : ch / d->group;
-    d->pads.count = 2 * dims;
-    d->strides.count = d->dilations.count = dims;
-    for (int a = 0; a < dims; a++) {
-        const char *const *ax = axes[3 - dims + a];
-        d->x_dims[2 + a] = field_int(fields, c, ax[0], 1);
-        d->w_dims[2 + a] = field_int(fields, c, ax[1], 1);
-        d->pads.v[a] = d->pads.v[dims + a] = field_int(fields, c, ax[2], 0);
-        d->strides.v[a] = field_int(fields, c, ax[3], 1);
-        d->dilations.v[a] = field_int(fields, c, ax[4], 1);
-    }
-    const char *opad = field(fields, c, "output_padding");
-    if (transpose && opad) { /* space-separated, one per axis */
-        d->output_padding.count = dims;
-        char *end = (char *)opad;
-        for (int a = 0; a < dims; a++)
-            d->output_padding.v[a] = strtoll(end, &end, 10);
-    }
-    return 0;
 }
 
 /* Whether `name` is an algorithm of this build. */
@@ -272,39 +176,36 @@ int main(int argc, char **argv)
     const char *filter = argc > 6 ? argv[6] : "";
     const char *math = getenv("ALGO_LAYERS_MATH");
     const bool relaxed = math && strcmp(math, "relaxed") == 0;
-    const char *op = getenv("ALGO_LAYERS_OP");
-    const bool transpose = op && strcmp(op, "conv_transpose") == 0;
-    FILE *f = fopen(argv[1], "r");
+    cli_layer *rows = NULL;
+    size_t nrows = 0;
+    char err[400];
+    if (cli_layers_read(argv[1], &rows, &nrows, err, sizeof err) != 0) {
+        fprintf(stderr, "%s: %s\n", argv[1], err);
+        return 2;
+    }
     convfind_context_options o;
     convfind_context_options_init(&o);
     o.num_threads = threads;
     o.find_policy = CONVFIND_FIND_HEURISTIC;
     o.db_path = ":memory:";
     convfind_context *ctx = NULL;
-    if (!known(algo) || !f || repeats < 1 || threads < 1 ||
+    if (!known(algo) || repeats < 1 || threads < 1 ||
         convfind_context_create(&o, &ctx) != CONVFIND_OK) {
-        fprintf(stderr, "bad algorithm, CSV, thread count or repeat count\n");
-        if (f)
-            fclose(f);
+        fprintf(stderr, "bad algorithm, thread count or repeat count\n");
+        free(rows);
         return 2;
     }
-    char line[512];
     int failures = 0;
-    layer_columns cols;
-    if (!fgets(line, sizeof line, f) || parse_header(line, &cols) != 0) {
-        fprintf(stderr, "%s: the first line must name the columns\n", argv[1]);
-        failures = 1;
-    }
-    while (!failures && fgets(line, sizeof line, f)) {
-        char name[128];
-        convfind_conv_desc d;
-        if (parse_layer(line, &cols, transpose, name, &d) != 0 || !strstr(name, filter))
+    for (size_t i = 0; i < nrows; i++) {
+        if (!strstr(rows[i].name, filter))
             continue;
+        convfind_conv_desc d;
+        cli_layer_desc(&rows[i], &d);
         d.layout = layout;
         d.math_mode = relaxed ? CONVFIND_MATH_ALLOW_TF32 : CONVFIND_MATH_STRICT;
-        failures += run_layer(ctx, name, &d, algo, repeats) != 0;
+        failures += run_layer(ctx, rows[i].name, &d, algo, repeats) != 0;
     }
-    fclose(f);
+    free(rows);
     convfind_context_destroy(ctx);
     return failures ? 1 : 0;
 }
