@@ -328,7 +328,8 @@ static ws_layout layout_of(const cf_problem *p, conv_form form)
      * L3 or memory: there the in-place rows (a B micro-panel reads one line-straddling
      * piece of each of its K rows, pages apart) ran at a third to a half of the FMA
      * rate, and the copy made DeepLabV3's c256 k64 on 129x129 0.63-0.73x the time, c256
-     * k32 0.59-0.62x, c64 k64 0.88-0.92x (Zen 4, 2 threads, forced, four rounds in turns,
+     * k32 0.59-0.62x, c64 k64 0.88-0.92x (Zen 4, 2 threads, forced, four rounds in turns;
+     * 0.48-0.63x on an Intel Xeon, whose 2 MB L2 puts the bound at 4 MB;
      * docs/performance.md).  Below that bound the copy costs more: the 21-channel
      * classifier 0.069 -> 0.084 ms, Inception-v3's 35x35 c192 k32 0.059 -> 0.079, and its
      * c288 k64 (1.4 MB per image) 1.11x at N = 1 and 2.  Room for the panels is kept
